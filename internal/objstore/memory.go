@@ -1,0 +1,276 @@
+package objstore
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultPageSize is the listing page size backends use unless configured:
+// S3's maximum per ListObjectsV2 call.
+const DefaultPageSize = 1000
+
+// Memory is an in-memory Store for tests and dry runs. It is safe for
+// concurrent use; every write gets a fresh random ETag.
+type Memory struct {
+	// PageSize caps entries per listing page; set it before first use.
+	// Zero means DefaultPageSize.
+	PageSize int
+
+	mu      sync.Mutex
+	objects map[string]memObject
+}
+
+type memObject struct {
+	body []byte
+	meta Object
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{objects: make(map[string]memObject)}
+}
+
+// URI names the store; it has no location.
+func (m *Memory) URI() string { return "memory://" }
+
+func (m *Memory) pageSize() int {
+	if m.PageSize > 0 {
+		return m.PageSize
+	}
+	return DefaultPageSize
+}
+
+// sortedKeys snapshots the keys under prefix, so callbacks run without the
+// lock held.
+func (m *Memory) sortedKeys(prefix string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []string
+	for k := range m.objects {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// List lists one level under prefix, counting objects and prefixes toward
+// the page size as S3 does.
+func (m *Memory) List(ctx context.Context, prefix string, fn func(Page) error) error {
+	if err := checkListing(ctx, prefix); err != nil {
+		return err
+	}
+	var page Page
+	lastPrefix := ""
+	for _, k := range m.sortedKeys(prefix) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i := strings.IndexByte(k[len(prefix):], '/'); i >= 0 {
+			p := k[:len(prefix)+i+1]
+			if p == lastPrefix {
+				continue
+			}
+			lastPrefix = p
+			page.Prefixes = append(page.Prefixes, p)
+		} else if obj, ok := m.lookup(k); ok {
+			page.Objects = append(page.Objects, obj)
+		}
+		if len(page.Objects)+len(page.Prefixes) == m.pageSize() {
+			if err := fn(page); err != nil {
+				return err
+			}
+			page = Page{}
+		}
+	}
+	if len(page.Objects)+len(page.Prefixes) > 0 {
+		return fn(page)
+	}
+	return nil
+}
+
+// Walk streams every object under prefix in pages.
+func (m *Memory) Walk(ctx context.Context, prefix string, fn func([]Object) error) error {
+	if err := checkListing(ctx, prefix); err != nil {
+		return err
+	}
+	var page []Object
+	for _, k := range m.sortedKeys(prefix) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if obj, ok := m.lookup(k); ok {
+			page = append(page, obj)
+		}
+		if len(page) == m.pageSize() {
+			if err := fn(page); err != nil {
+				return err
+			}
+			page = nil
+		}
+	}
+	if len(page) > 0 {
+		return fn(page)
+	}
+	return nil
+}
+
+func checkListing(ctx context.Context, prefix string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ValidatePrefix(prefix)
+}
+
+func (m *Memory) lookup(key string) (Object, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.objects[key]
+	return o.meta, ok
+}
+
+// checkKey validates an object key; a trailing "/" would name a prefix, not
+// an object.
+func checkKey(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if strings.HasSuffix(key, "/") {
+		return fmt.Errorf("%w: %q ends in \"/\"", ErrInvalidKey, key)
+	}
+	return ValidateKey(key)
+}
+
+// Get returns a copy of the object's bytes.
+func (m *Memory) Get(ctx context.Context, key string) ([]byte, Object, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return nil, Object{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.objects[key]
+	if !ok {
+		return nil, Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	return slices.Clone(o.body), o.meta, nil
+}
+
+// Head returns the object's metadata.
+func (m *Memory) Head(ctx context.Context, key string) (Object, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return Object{}, err
+	}
+	obj, ok := m.lookup(key)
+	if !ok {
+		return Object{}, fmt.Errorf("head %s: %w", key, ErrNotFound)
+	}
+	return obj, nil
+}
+
+// Put stores a copy of body.
+func (m *Memory) Put(ctx context.Context, key string, body []byte) (Object, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return Object{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.storeLocked(key, body), nil
+}
+
+// PutIfAbsent stores body only if key does not exist.
+func (m *Memory) PutIfAbsent(ctx context.Context, key string, body []byte) (Object, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return Object{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.objects[key]; ok {
+		return Object{}, fmt.Errorf("put if absent %s: %w", key, ErrPrecondition)
+	}
+	return m.storeLocked(key, body), nil
+}
+
+// PutIfMatch replaces key only if its ETag is etag.
+func (m *Memory) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (Object, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return Object{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.matchLocked("put if match", key, etag); err != nil {
+		return Object{}, err
+	}
+	return m.storeLocked(key, body), nil
+}
+
+// Delete removes key; a missing key is not an error.
+func (m *Memory) Delete(ctx context.Context, key string) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objects, key)
+	return nil
+}
+
+// DeleteIfMatch removes key only if its ETag is etag.
+func (m *Memory) DeleteIfMatch(ctx context.Context, key string, etag string) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.matchLocked("delete if match", key, etag); err != nil {
+		return err
+	}
+	delete(m.objects, key)
+	return nil
+}
+
+// DeleteBatch removes keys after checking the whole batch; it cannot fail
+// per key.
+func (m *Memory) DeleteBatch(ctx context.Context, keys []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckBatch(keys); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if strings.HasSuffix(k, "/") {
+			return fmt.Errorf("%w: %q ends in \"/\"", ErrInvalidKey, k)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		delete(m.objects, k)
+	}
+	return nil
+}
+
+func (m *Memory) matchLocked(action, key, etag string) error {
+	o, ok := m.objects[key]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s %s: %w", action, key, ErrNotFound)
+	case o.meta.ETag != etag:
+		return fmt.Errorf("%s %s: current etag %q, not %q: %w", action, key, o.meta.ETag, etag, ErrPrecondition)
+	}
+	return nil
+}
+
+func (m *Memory) storeLocked(key string, body []byte) Object {
+	meta := Object{Key: key, Size: int64(len(body)), ETag: rand.Text(), LastModified: time.Now()}
+	m.objects[key] = memObject{body: slices.Clone(body), meta: meta}
+	return meta
+}

@@ -1,0 +1,168 @@
+// Package objstore is reaper's view of object storage: one small Store
+// interface over keys, bytes and ETags, the sentinel errors every backend maps
+// its failures to, and the root-URI grammar. It knows nothing about tables,
+// markers or TTLs; backends live in subpackages (local, s3) and wrappers
+// (metrics, retries, dry-run) wrap a Store without changing its contract.
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxBatchDelete is the largest number of keys DeleteBatch accepts in one
+// call: S3's DeleteObjects limit, enforced client-side on every backend.
+const MaxBatchDelete = 1000
+
+// Sentinel errors. Backends wrap them with %w so callers branch with errors.Is.
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("object not found")
+	// ErrPrecondition: a conditional write or delete lost (the key exists for
+	// PutIfAbsent, or its ETag differs for PutIfMatch/DeleteIfMatch).
+	ErrPrecondition = errors.New("precondition failed")
+	// ErrInvalidKey: the key is empty, absolute, or has an empty, "." or ".."
+	// segment.
+	ErrInvalidKey = errors.New("invalid key")
+)
+
+// Object describes one stored object.
+type Object struct {
+	// Key is relative to the store's root, with "/" separators.
+	Key string
+	// Size in bytes.
+	Size int64
+	// ETag identifies one written version of the object: a write of
+	// different bytes always changes it; a write of identical bytes may keep
+	// it (S3 derives it from the body's MD5), so a compare-and-swap protocol
+	// puts a nonce in every body (local: inode, mtime and size; S3: the
+	// server's ETag, quotes stripped). Listings may leave it empty; Head, Get
+	// and the Put methods always set it.
+	ETag string
+	// LastModified is the time of the last write as the store records it.
+	LastModified time.Time
+}
+
+// Page is one page of a one-level listing.
+type Page struct {
+	// Objects directly under the prefix, sorted by key.
+	Objects []Object
+	// Prefixes are the "sub-directories" directly under the prefix, each the
+	// full key prefix ending in "/", sorted.
+	Prefixes []string
+}
+
+// Store is the contract every backend and wrapper implements. Keys are
+// relative to the store's root URI and use "/" as separator.
+//
+// The clauses below are each exercised by objstoretest.Run:
+//   - List lists exactly one level under prefix (delimiter "/"), in pages, in
+//     lexicographic key order, calling fn once per page; a prefix is a
+//     directory-like string ending in "/" or "" for the root.
+//   - Walk streams every object under prefix at any depth, page by page in
+//     lexicographic key order; it never holds the whole listing in memory.
+//   - If fn returns an error, List and Walk stop and return it unchanged.
+//   - Get and Head return ErrNotFound for a missing key.
+//   - Put replaces atomically: a reader sees the old or the new bytes, never a
+//     mix. Put creates missing parent "directories". Unconditional writes and
+//     the conditional ones are atomic with respect to each other.
+//   - A key is an object or a "directory", never both: filesystems (and
+//     versitygw's posix backend) cannot hold "a" and "a/x" at once. Callers
+//     never rely on it; reaper's layout never needs it.
+//   - PutIfAbsent returns ErrPrecondition when the key exists; two concurrent
+//     callers (also in different processes) never both succeed.
+//   - PutIfMatch replaces only when the current ETag equals etag; it returns
+//     ErrPrecondition on a different ETag and ErrNotFound on a missing key.
+//   - Delete of a missing key succeeds.
+//   - DeleteIfMatch deletes only when the current ETag equals etag;
+//     ErrPrecondition on a different ETag, ErrNotFound on a missing key.
+//   - DeleteBatch deletes up to MaxBatchDelete keys (more is an error before any
+//     request); missing keys count as deleted; per-key failures are returned
+//     as a *BatchError listing each failed key.
+type Store interface {
+	List(ctx context.Context, prefix string, fn func(Page) error) error
+	Walk(ctx context.Context, prefix string, fn func([]Object) error) error
+	Get(ctx context.Context, key string) ([]byte, Object, error)
+	Head(ctx context.Context, key string) (Object, error)
+	Put(ctx context.Context, key string, body []byte) (Object, error)
+	PutIfAbsent(ctx context.Context, key string, body []byte) (Object, error)
+	PutIfMatch(ctx context.Context, key string, body []byte, etag string) (Object, error)
+	Delete(ctx context.Context, key string) error
+	DeleteIfMatch(ctx context.Context, key string, etag string) error
+	DeleteBatch(ctx context.Context, keys []string) error
+	// URI is the root URI the store was opened with, without secrets.
+	URI() string
+}
+
+// KeyError is one failed key inside a batch delete.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+// BatchError reports the keys a DeleteBatch could not delete; the other keys
+// of the batch were deleted.
+type BatchError struct {
+	Failed []KeyError
+}
+
+func (e *BatchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "batch delete: %d key(s) failed", len(e.Failed))
+	for i, f := range e.Failed {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Failed)-3)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %v", f.Key, f.Err)
+	}
+	return b.String()
+}
+
+// Unwrap exposes the per-key errors to errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error {
+	errs := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		errs[i] = f.Err
+	}
+	return errs
+}
+
+// ValidateKey checks the key grammar shared by all backends.
+func ValidateKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || strings.ContainsRune(key, 0) {
+		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%w: %q", ErrInvalidKey, key)
+		}
+	}
+	return nil
+}
+
+// ValidatePrefix checks a listing prefix: "" (the root) or a key grammar
+// prefix. A prefix need not end in "/".
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	return ValidateKey(prefix)
+}
+
+// CheckBatch enforces the MaxBatchDelete limit and key grammar before any
+// request is sent.
+func CheckBatch(keys []string) error {
+	if len(keys) > MaxBatchDelete {
+		return fmt.Errorf("batch delete of %d keys: at most %d per request", len(keys), MaxBatchDelete)
+	}
+	for _, k := range keys {
+		if err := ValidateKey(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
