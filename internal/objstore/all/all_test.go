@@ -1,0 +1,74 @@
+package all_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/s3"
+)
+
+func TestMain(m *testing.M) { objstoretest.Main(m) }
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, uri string
+		options   map[string]string
+		want      []string
+	}{
+		{"bad scheme", "gs://bucket/x", nil, []string{`unsupported scheme "gs"`, "accepted forms"}},
+		{"relative path", "data/lance", nil, []string{"relative paths are not accepted"}},
+		{"empty", "", nil, []string{"empty"}},
+		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, []string{`storage option "aws_region" applies to s3:// roots only`}},
+		{"file URI with storage option", "file://" + dir, map[string]string{"allow_http": "true"}, []string{`storage option "allow_http" applies to s3:// roots only`}},
+		{"missing directory", dir + "/nope", nil, []string{"does not exist"}},
+		{"s3 unknown option", "s3://bkt/p", map[string]string{"aws_regoin": "x"}, []string{`unknown storage option "aws_regoin"`, "accepted: "}},
+		{"s3 http without allow_http", "s3://bkt", map[string]string{"aws_endpoint": "http://127.0.0.1:1"}, []string{"allow_http=true"}},
+		{"s3 missing bucket", "s3:///p", nil, []string{"missing bucket"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := all.Open(t.Context(), tc.uri, tc.options)
+			require.Error(t, err)
+			require.Nil(t, st)
+			for _, want := range tc.want {
+				require.ErrorContains(t, err, want)
+			}
+		})
+	}
+}
+
+func TestOpenDispatch(t *testing.T) {
+	dir := t.TempDir()
+	st, err := all.Open(t.Context(), "file://"+dir, nil)
+	require.NoError(t, err)
+	require.IsType(t, &local.Store{}, st)
+	require.Equal(t, "file://"+dir, st.URI())
+
+	srv := objstoretest.S3(t)
+	st, err = all.Open(t.Context(), srv.URI("a/b"), srv.Options())
+	require.NoError(t, err)
+	require.IsType(t, &s3.Store{}, st)
+	require.Equal(t, srv.URI("a/b"), st.URI())
+	require.NotContains(t, st.URI(), srv.SecretKey)
+	_, err = st.Put(t.Context(), "k", []byte("v"))
+	require.NoError(t, err, "put through the opened store")
+}
+
+func TestRegistry(t *testing.T) {
+	r := all.NewRegistry()
+	fake := func(context.Context, objstore.Location, map[string]string) (objstore.Store, error) {
+		return objstore.Store(nil), nil
+	}
+	require.NoError(t, r.Register(objstore.SchemeFile, fake))
+	require.ErrorContains(t, r.Register(objstore.SchemeFile, fake), "already registered")
+
+	_, err := r.Open(t.Context(), "s3://bkt", nil)
+	require.ErrorContains(t, err, `no backend for scheme "s3"`)
+	require.Equal(t, []objstore.Scheme{objstore.SchemeFile, objstore.SchemeS3}, all.Default().Schemes())
+}

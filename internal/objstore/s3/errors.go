@@ -1,0 +1,94 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// mapError adds the objstore sentinel a failure stands for, keeping the SDK
+// error in the chain for IsTransient and for the message.
+func mapError(err error) error {
+	code, status := errorCode(err), httpStatus(err)
+	switch {
+	case code == "NoSuchBucket":
+		// A missing bucket is a misconfiguration, never a missing key.
+		return err
+	case code == "NoSuchKey" || code == "NotFound" || status == 404:
+		return fmt.Errorf("%w: %w", objstore.ErrNotFound, err)
+	case code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == 412:
+		// 409 ConditionalRequestConflict: a concurrent conditional write to
+		// the same key won, so ours did not happen.
+		return fmt.Errorf("%w: %w", objstore.ErrPrecondition, err)
+	}
+	return err
+}
+
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func httpStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// IsTransient reports whether err is worth retrying: server errors (500,
+// 502, 503, 504), throttling (429, SlowDown), RequestTimeout, and network
+// failures. Cancellation, the objstore sentinels and other 4xx answers are
+// permanent. A transient failure of a conditional write may still have
+// landed; the retry wrapper must re-read before calling a later
+// precondition failure lost.
+func IsTransient(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, objstore.ErrNotFound),
+		errors.Is(err, objstore.ErrPrecondition),
+		errors.Is(err, objstore.ErrInvalidKey):
+		return false
+	}
+	var be *objstore.BatchError
+	if errors.As(err, &be) {
+		return batchTransient(be)
+	}
+	switch errorCode(err) {
+	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable",
+		"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests":
+		return true
+	}
+	switch httpStatus(err) {
+	case 429, 500, 502, 503, 504:
+		return true
+	}
+	var sendErr *smithyhttp.RequestSendError
+	var netErr net.Error
+	return errors.As(err, &sendErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// batchTransient: a batch is worth retrying only if every failed key is.
+func batchTransient(be *objstore.BatchError) bool {
+	for _, f := range be.Failed {
+		if !IsTransient(f.Err) {
+			return false
+		}
+	}
+	return len(be.Failed) > 0
+}
