@@ -1,0 +1,40 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrLocked: another holder has an unexpired lease. Acquire returns it
+	// wrapped in a *LockedError that names the holder.
+	ErrLocked = errors.New("locked")
+	// ErrLost: the lease is no longer ours, or may not be (a renewal lost a
+	// race, or the deadline passed without a successful renewal). Work under
+	// the lease must stop.
+	ErrLost = errors.New("lease lost")
+)
+
+// LockedError reports who holds the lease, so an operator knows whom to wait
+// for and until when.
+type LockedError struct {
+	Key    string
+	Holder Info
+}
+
+func (e *LockedError) Error() string {
+	exp := e.Holder.ExpiresAt.UTC().Format(time.RFC3339)
+	return fmt.Sprintf("lock %q is held by %s (generation %d) until %s: wait until %s or, if that process is gone, the lease expires by itself",
+		e.Key, e.Holder.Owner, e.Holder.Generation, exp, exp)
+}
+
+// Unwrap lets callers test errors.Is(err, ErrLocked).
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// corruptError explains a lease that does not parse. Acquire fails closed on
+// it: an unreadable lease might be a newer holder's, so only an operator may
+// remove it.
+func corruptError(key string, err error) error {
+	return fmt.Errorf("lock %q holds an unreadable lease, refusing to take it over (inspect the object and delete it if no process holds the lock): %w", key, err)
+}
