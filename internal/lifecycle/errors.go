@@ -1,0 +1,56 @@
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lock"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrNotFound: the name has neither data nor a marker.
+	ErrNotFound = errors.New("table not found")
+	// ErrAlreadyDeleted: Drop found a marker; the marker was left untouched.
+	ErrAlreadyDeleted = errors.New("table already soft-deleted")
+	// ErrNotSoftDeleted: Revive or Purge of a live table (data, no marker).
+	ErrNotSoftDeleted = errors.New("table is not soft-deleted")
+	// ErrNotPurgeable: the table may not be purged now (not due, future-dated
+	// marker, live table).
+	ErrNotPurgeable = errors.New("table not purgeable")
+	// ErrInvalidMarker: the marker does not parse or holds a negative value;
+	// its table is never deleted.
+	ErrInvalidMarker = errors.New("invalid marker")
+	// ErrConflict: something wrote into the table or its marker after the
+	// drop; the purge touched nothing (or stopped before the marker).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalidName: the name is not a single path segment.
+	ErrInvalidName = errors.New("invalid table name")
+	// ErrLocked: another process holds the table's lifecycle lease.
+	ErrLocked = lock.ErrLocked
+)
+
+// NotDueError says when a soft-deleted table becomes purgeable.
+type NotDueError struct {
+	Name       string
+	PurgeAfter time.Time
+}
+
+func (e *NotDueError) Error() string {
+	return fmt.Sprintf("table %q is not due until %s", e.Name, e.PurgeAfter.UTC().Format(time.RFC3339))
+}
+
+func (e *NotDueError) Is(target error) bool { return target == ErrNotPurgeable }
+
+// ConflictError names what the identity fence or the marker re-check found.
+type ConflictError struct {
+	Name   string
+	Reason string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("conflict: table %q: %s", e.Name, e.Reason)
+}
+
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

@@ -1,0 +1,92 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Key layout of a V1 (directory) database root. One file owns it: every other
+// file asks these helpers for keys and never concatenates suffixes itself.
+const (
+	// TableSuffix ends the directory of a root table: <root>/<name>.lance/.
+	TableSuffix = ".lance"
+	// MarkerSuffix ends the soft-delete marker: <root>/<name>.deleted.
+	MarkerSuffix = ".deleted"
+	// LockSuffix ends reaper's lifecycle lease: <root>/<name>.reaper-lock. It
+	// has no .lance suffix, so LanceDB does not list it, and it is not a
+	// marker. It lives beside the marker so that one listing of the root
+	// shows which tables are being purged.
+	LockSuffix = ".reaper-lock"
+	// versionsDir holds a table's manifests; deleting them first makes the
+	// table unopenable before anything else goes.
+	versionsDir = "_versions"
+)
+
+// ValidateName rejects names that could escape <root>/<name>.lance/ or
+// collide with the layout. LanceDB itself allows [a-zA-Z0-9_.-]; reaper is
+// more lenient on reading (any name an existing root may hold) but refuses
+// names that are not a single path segment.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty name; pass the table name without the %s suffix", ErrInvalidName, TableSuffix)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not a table name", ErrInvalidName, name)
+	case strings.ContainsAny(name, "/\\\x00"):
+		return fmt.Errorf("%w: %q contains '/', '\\' or NUL; a table name is one path segment such as \"my_table\"", ErrInvalidName, name)
+	}
+	return nil
+}
+
+// TableDir is the key prefix of a table's data, ending in "/".
+func TableDir(name string) string { return name + TableSuffix + "/" }
+
+// MarkerKey is the key of a table's soft-delete marker.
+func MarkerKey(name string) string { return name + MarkerSuffix }
+
+// LockKey is the key of a table's lifecycle lease.
+func LockKey(name string) string { return name + LockSuffix }
+
+// entryKind classifies one entry of a root listing.
+type entryKind int
+
+const (
+	entryOther entryKind = iota
+	entryTable
+	entryMarker
+	entryLock
+)
+
+// classifyObject maps a root-level object key to a table name. Only the final
+// suffix counts, so "a.deleted.deleted" is the marker of table "a.deleted".
+func classifyObject(key string) (string, entryKind) {
+	for _, s := range []struct {
+		suffix string
+		kind   entryKind
+	}{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}} {
+		if name, ok := strings.CutSuffix(key, s.suffix); ok && ValidateName(name) == nil {
+			return name, s.kind
+		}
+	}
+	return "", entryOther
+}
+
+// classifyPrefix maps a root-level prefix ("x.lance/") to a table name.
+// "__manifest/" and anything without the suffix are not tables.
+func classifyPrefix(prefix string) (string, entryKind) {
+	name, ok := strings.CutSuffix(strings.TrimSuffix(prefix, "/"), TableSuffix)
+	if !ok || ValidateName(name) != nil {
+		return "", entryOther
+	}
+	return name, entryTable
+}
+
+// isManifest reports whether a key relative to the table dir belongs to a
+// _versions/ directory (the main one or a branch's under tree/).
+func isManifest(rel string) bool {
+	dir, _, _ := strings.Cut(rel, "/")
+	if dir == versionsDir {
+		return true
+	}
+	return strings.HasPrefix(rel, "tree/") && strings.Contains(rel, "/"+versionsDir+"/")
+}

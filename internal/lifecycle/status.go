@@ -1,0 +1,301 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// State is a table's lifecycle state as reaper sees it.
+type State string
+
+const (
+	StateExists        State = "exists"
+	StateSoftDeleted   State = "soft_deleted"
+	StatePurging       State = "purging"
+	StateOrphanMarker  State = "orphan_marker"
+	StateInvalidMarker State = "invalid_marker"
+	StateNotFound      State = "not_found"
+)
+
+// TableStatus is one name of a root with its state.
+type TableStatus struct {
+	Name  string
+	State State
+	// HasData: <name>.lance/ holds at least one entry.
+	HasData bool
+	// Marker is set when a marker parsed (soft_deleted, purging, orphan_marker).
+	Marker *Marker
+	// TTL is the marker's TTL or the default when it carries none.
+	TTL time.Duration
+	// DeletedAt and PurgeAfter are set with Marker.
+	DeletedAt  time.Time
+	PurgeAfter time.Time
+	// MarkerModified is the store's last-modified time of the marker.
+	MarkerModified time.Time
+	// Problem explains invalid_marker and future-dated markers.
+	Problem string
+	// FutureDated: deleted_at is further in the future than the skew
+	// allowance; such a table is never purged.
+	FutureDated bool
+	// Lease is the holder while a lease is held (purging, or a revive).
+	Lease *lock.Info
+}
+
+// Due reports whether the table may be purged at now.
+func (s TableStatus) Due(now time.Time) bool {
+	return s.Marker != nil && !s.FutureDated && !now.Before(s.PurgeAfter)
+}
+
+// rootEntry accumulates what the root listing says of one name; markers and
+// table dirs may arrive on different pages.
+type rootEntry struct {
+	data, marker, lease bool
+	markerObj           objstore.Object
+}
+
+// List returns every name of the root with its state, sorted by name, from
+// one paged listing of the root plus one read per marker and per held lease
+// (bounded concurrency). It never lists inside a table.
+func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
+	return ns.status(ctx, nil)
+}
+
+// Status returns the state of each named table, not_found for unknown names.
+// It costs the same listing as List.
+func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
+	for _, n := range names {
+		if err := ValidateName(n); err != nil {
+			return nil, err
+		}
+	}
+	if len(names) == 0 {
+		return ns.List(ctx)
+	}
+	return ns.status(ctx, names)
+}
+
+func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, error) {
+	want := func(string) bool { return true }
+	if only != nil {
+		set := make(map[string]bool, len(only))
+		for _, n := range only {
+			set[n] = true
+		}
+		want = func(n string) bool { return set[n] }
+	}
+	entries := map[string]*rootEntry{}
+	get := func(name string) *rootEntry {
+		e := entries[name]
+		if e == nil {
+			e = &rootEntry{}
+			entries[name] = e
+		}
+		return e
+	}
+	err := ns.store.List(ctx, "", func(p objstore.Page) error {
+		for _, pre := range p.Prefixes {
+			if name, kind := classifyPrefix(pre); kind == entryTable && want(name) {
+				get(name).data = true
+			}
+		}
+		for _, o := range p.Objects {
+			name, kind := classifyObject(o.Key)
+			if kind == entryOther || !want(name) {
+				continue
+			}
+			e := get(name)
+			if kind == entryMarker {
+				e.marker, e.markerObj = true, o
+			} else {
+				e.lease = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list root %s: %w", ns.store.URI(), err)
+	}
+	names := make([]string, 0, len(entries))
+	for n, e := range entries {
+		if e.data || e.marker || e.lease {
+			names = append(names, n)
+		}
+	}
+	for _, n := range only {
+		if entries[n] == nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make([]TableStatus, len(names))
+	now := ns.opts.Now()
+	// Marker bodies and lease bodies need one read each; read them in
+	// parallel, bounded, and keep the listing order.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, DefaultMarkerReads)
+	errs := make([]error, len(names))
+	for i, n := range names {
+		e := entries[n]
+		if e == nil {
+			out[i] = TableStatus{Name: n, State: StateNotFound}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = ns.describe(ctx, n, e, now)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, s := range out {
+		// A lone lease with no data and no marker is not a table, unless the
+		// caller asked for that name.
+		if s.State != StateNotFound || only != nil {
+			kept = append(kept, s)
+		}
+	}
+	return kept, nil
+}
+
+func dataState(hasData bool) State {
+	if hasData {
+		return StateExists
+	}
+	return StateNotFound
+}
+
+// describe turns one root entry into a status, reading the marker and lease.
+func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
+	s := TableStatus{Name: name, HasData: e.data}
+	if e.lease {
+		info, err := lock.Read(ctx, ns.store, LockKey(name))
+		switch {
+		case err == nil:
+			if !info.Expired(now) {
+				s.Lease = &info
+			}
+		case errors.Is(err, objstore.ErrNotFound):
+		default:
+			// An unreadable lease blocks purges (the lock fails closed), so
+			// show it as held rather than hide it.
+			s.Lease = &lock.Info{Owner: "unreadable lease: " + err.Error()}
+		}
+	}
+	if !e.marker {
+		s.State = dataState(e.data)
+		return s, nil
+	}
+	body, obj, err := ns.store.Get(ctx, MarkerKey(name))
+	if errors.Is(err, objstore.ErrNotFound) {
+		// Revived or purged between the listing and the read.
+		s.State = dataState(e.data)
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err)
+	}
+	s.MarkerModified = obj.LastModified
+	m, err := ParseMarker(body)
+	if err != nil {
+		s.State, s.Problem = StateInvalidMarker, err.Error()
+		return s, nil
+	}
+	ns.fillMarker(&s, m, now)
+	switch {
+	case !e.data:
+		s.State = StateOrphanMarker
+	case s.Lease != nil:
+		s.State = StatePurging
+	default:
+		s.State = StateSoftDeleted
+	}
+	return s, nil
+}
+
+// fillMarker sets the marker-derived fields and flags future-dated markers.
+func (ns *Namespace) fillMarker(s *TableStatus, m Marker, now time.Time) {
+	s.Marker = &m
+	s.TTL = m.TTL(ns.opts.DefaultTTL)
+	s.DeletedAt = m.DeletedAt()
+	s.PurgeAfter = m.PurgeAfter(ns.opts.DefaultTTL)
+	if s.DeletedAt.After(now.Add(ns.opts.SkewAllowance)) {
+		s.FutureDated = true
+		s.Problem = fmt.Sprintf("marker is dated %s, more than the skew allowance (%s) in the future; check the clock of the process that dropped it",
+			s.DeletedAt.UTC().Format(time.RFC3339), ns.opts.SkewAllowance)
+	}
+}
+
+// Plan splits a root into what a purge pass would do at now.
+type Plan struct {
+	// Due are purgeable tables (and orphan markers), oldest purge_after first.
+	Due []TableStatus
+	// NotDue are soft-deleted tables whose TTL has not passed.
+	NotDue []TableStatus
+	// Invalid are invalid or future-dated markers: reported, never purged.
+	Invalid []TableStatus
+	// Busy are tables whose lease is held by another process.
+	Busy []TableStatus
+	// Unpurgeable are names given to PlanPurge that have no marker: live
+	// (exists) or unknown (not_found).
+	Unpurgeable []TableStatus
+}
+
+// ListPurgeable returns the soft-deleted tables with now >= deleted_at +
+// ttl, oldest first. Future-dated and invalid markers are never included;
+// PlanPurge reports them.
+func (ns *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableStatus, error) {
+	p, err := ns.PlanPurge(ctx, now)
+	return p.Due, err
+}
+
+// PlanPurge classifies every marker of the root at now. names, when given,
+// limits the plan to those tables.
+func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
+	all, err := ns.Status(ctx, names...)
+	if err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	for _, s := range all {
+		if s.Marker != nil {
+			// Due-ness is judged at the caller's now, not the listing's.
+			ns.fillMarker(&s, *s.Marker, now)
+		}
+		switch {
+		case s.State == StateInvalidMarker || s.FutureDated:
+			p.Invalid = append(p.Invalid, s)
+		case s.Marker == nil:
+			if len(names) > 0 {
+				p.Unpurgeable = append(p.Unpurgeable, s)
+			}
+		case s.State == StatePurging:
+			p.Busy = append(p.Busy, s)
+		case s.Due(now):
+			p.Due = append(p.Due, s)
+		default:
+			p.NotDue = append(p.NotDue, s)
+		}
+	}
+	slices.SortStableFunc(p.Due, func(a, b TableStatus) int {
+		if c := a.PurgeAfter.Compare(b.PurgeAfter); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return p, nil
+}
