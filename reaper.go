@@ -1,0 +1,181 @@
+// Package reaper is the embeddable API of reaper, the purge-and-retention
+// worker for Lance / LanceDB databases. Open a database root (a local
+// directory or an s3:// prefix) and drop, revive, inspect and purge its
+// tables with the same soft-delete protocol Lance uses: drop writes
+// <root>/<name>.deleted, purge reclaims <root>/<name>.lance/ once the marker's
+// TTL has passed, under a lease that holds across processes and machines.
+//
+// Errors are wrapped; branch on them with errors.Is against the sentinels
+// below.
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
+)
+
+// Types shared with the lifecycle engine.
+type (
+	// TableStatus is one name of a root with its state.
+	TableStatus = lifecycle.TableStatus
+	// State is exists, soft_deleted, purging, orphan_marker, invalid_marker
+	// or not_found.
+	State = lifecycle.State
+	// Marker is a parsed <name>.deleted marker.
+	Marker = lifecycle.Marker
+	// Plan splits a root into due, not-due, invalid and busy tables.
+	Plan = lifecycle.Plan
+	// PurgeOptions tune one purge (dry run, progress callback).
+	PurgeOptions = lifecycle.PurgeOptions
+	// PurgeResult reports one purge.
+	PurgeResult = lifecycle.PurgeResult
+	// Outcome says what a purge did.
+	Outcome = lifecycle.Outcome
+	// NotDueError says when a table becomes purgeable.
+	NotDueError = lifecycle.NotDueError
+	// ConflictError says why a purge refused a table written after its drop.
+	ConflictError = lifecycle.ConflictError
+	// LeaseInfo describes the holder of a table's lifecycle lease.
+	LeaseInfo = lock.Info
+	// LockedError names the holder when a lease is taken (errors.Is ErrLocked).
+	LockedError = lock.LockedError
+)
+
+// ValidateName reports whether name can be a table name: not empty, not "."
+// or "..", and without '/', '\\' or NUL. Check names up front to refuse a
+// batch before any of it is applied.
+func ValidateName(name string) error { return lifecycle.ValidateName(name) }
+
+// States.
+const (
+	StateExists        = lifecycle.StateExists
+	StateSoftDeleted   = lifecycle.StateSoftDeleted
+	StatePurging       = lifecycle.StatePurging
+	StateOrphanMarker  = lifecycle.StateOrphanMarker
+	StateInvalidMarker = lifecycle.StateInvalidMarker
+	StateNotFound      = lifecycle.StateNotFound
+)
+
+// Outcomes.
+const (
+	OutcomePurged       = lifecycle.OutcomePurged
+	OutcomeOrphanMarker = lifecycle.OutcomeOrphanMarker
+	OutcomeDryRun       = lifecycle.OutcomeDryRun
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound       = lifecycle.ErrNotFound
+	ErrAlreadyDeleted = lifecycle.ErrAlreadyDeleted
+	ErrNotSoftDeleted = lifecycle.ErrNotSoftDeleted
+	ErrNotPurgeable   = lifecycle.ErrNotPurgeable
+	ErrInvalidMarker  = lifecycle.ErrInvalidMarker
+	ErrConflict       = lifecycle.ErrConflict
+	ErrInvalidName    = lifecycle.ErrInvalidName
+	ErrLocked         = lifecycle.ErrLocked
+)
+
+// Defaults.
+const (
+	DefaultTTL           = lifecycle.DefaultTTL
+	DefaultSkewAllowance = lifecycle.DefaultSkewAllowance
+)
+
+// Options configure Open. The zero value is ready to use.
+type Options struct {
+	// StorageOptions are Lance's storage option names for s3:// roots
+	// (aws_endpoint, aws_region, aws_access_key_id, aws_secret_access_key,
+	// aws_session_token, allow_http, aws_virtual_hosted_style_request).
+	// Without them the AWS SDK default chain applies.
+	StorageOptions map[string]string
+	// DefaultTTL for drops without a TTL and markers without ttl_ms (7 days).
+	DefaultTTL time.Duration
+	// SkewAllowance for future-dated markers and the identity fence (5 min).
+	SkewAllowance time.Duration
+	// Owner names this process in leases (host/pid when empty).
+	Owner string
+	// Logger for structured logs (slog.Default() when nil).
+	Logger *slog.Logger
+	// Now is the clock (time.Now when nil); tests set it.
+	Now func() time.Time
+}
+
+// Namespace is one opened database root.
+type Namespace struct {
+	ns *lifecycle.Namespace
+}
+
+// Open opens the database root at rootURI: "/abs/path", "file:///abs/path"
+// or "s3://bucket/prefix". It does not list the root; the first call does.
+func Open(ctx context.Context, rootURI string, opts Options) (*Namespace, error) {
+	store, err := all.Open(ctx, rootURI, opts.StorageOptions)
+	if err != nil {
+		return nil, err
+	}
+	return OpenStore(store, opts)
+}
+
+// OpenStore wraps an already opened store; reaper's own wrappers (metrics,
+// retries, dry run) compose this way.
+func OpenStore(store objstore.Store, opts Options) (*Namespace, error) {
+	ns, err := lifecycle.New(store, lifecycle.Options{
+		DefaultTTL:    opts.DefaultTTL,
+		SkewAllowance: opts.SkewAllowance,
+		Owner:         opts.Owner,
+		Logger:        opts.Logger,
+		Now:           opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", store.URI(), err)
+	}
+	return &Namespace{ns: ns}, nil
+}
+
+// URI is the root URI, without secrets.
+func (n *Namespace) URI() string { return n.ns.Store().URI() }
+
+// Drop soft-deletes a table: writes its marker with ttl (the default when
+// ttl <= 0). ErrNotFound when the table has no data, ErrAlreadyDeleted when a
+// marker exists (it is left byte-identical).
+func (n *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (Marker, error) {
+	return n.ns.Drop(ctx, name, ttl)
+}
+
+// Revive removes a table's marker under the lifecycle lock; data untouched.
+func (n *Namespace) Revive(ctx context.Context, name string) error {
+	return n.ns.Revive(ctx, name)
+}
+
+// Status returns the state of each named table (not_found for unknown
+// names), or of every name in the root when none are given.
+func (n *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
+	return n.ns.Status(ctx, names...)
+}
+
+// List returns every name in the root with its state.
+func (n *Namespace) List(ctx context.Context) ([]TableStatus, error) {
+	return n.ns.List(ctx)
+}
+
+// ListPurgeable returns soft-deleted tables due at now, oldest first.
+func (n *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableStatus, error) {
+	return n.ns.ListPurgeable(ctx, now)
+}
+
+// PlanPurge classifies every marker at now (limited to names when given).
+func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
+	return n.ns.PlanPurge(ctx, now, names...)
+}
+
+// Purge reclaims one due soft-deleted table in the crash-safe order
+// documented in docs/FORMAT.md.
+func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
+	return n.ns.Purge(ctx, name, opts)
+}
