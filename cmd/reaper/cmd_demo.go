@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper"
+)
+
+// demoSentinel marks a directory `reaper demo` created; it deletes nothing
+// in a directory without it.
+const demoSentinel = ".reaper-demo"
+
+// demoDB is the database root inside the demo directory.
+const demoDB = "db"
+
+// demoOptions are the flags of `reaper demo`.
+type demoOptions struct {
+	globalOptions
+	// Dir holds the demo; "" means ./var/demo.
+	Dir string
+}
+
+func (o *demoOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Dir, "dir", "var/demo", "directory for the demo database (made absolute); a previous demo there is replaced")
+}
+
+func newDemoCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo [--dir DIR]",
+		Short: "Seed a demo database and run one purge pass over it",
+		Long: `Seed a small demo database root under DIR/db in Lance's directory layout:
+live tables, soft-deleted tables past their TTL, one soft-deleted table not
+due yet and one orphan marker. Then show its status, run one purge pass
+(the same code as 'reaper purge'), explain what was reclaimed and what was
+kept and why, and show the status again.
+
+DIR gets a .reaper-demo file; a later run deletes only DIR/db, and only
+when that file is there. reaper demo refuses a non-empty DIR without it.
+
+Exit status: 0 on success, 1 when the purge pass failed a table, 2 when
+DIR cannot be used.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.globalOptions = *g
+			if f := cmd.Flag("log-level"); f == nil || !f.Changed {
+				o.LogLevel = "warn" // keep the walkthrough readable
+			}
+			return runDemo(cmd.Context(), o, stdout)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// demoTable is one name of the demo root.
+type demoTable struct {
+	name string
+	// versions, fragments: how much Lance layout to write; 0 fragments and
+	// a drop means an orphan marker.
+	versions, fragments int
+	index, deletions    bool
+	// droppedAgo > 0 writes a marker dated that long ago with ttl.
+	droppedAgo, ttl time.Duration
+	story           string
+}
+
+var demoTables = []demoTable{
+	{name: "customers", versions: 3, fragments: 2, index: true, story: "live table"},
+	{name: "orders", versions: 2, fragments: 3, deletions: true, story: "live table"},
+	{name: "events.2024", versions: 4, fragments: 3, deletions: true, droppedAgo: 10 * 24 * time.Hour, ttl: 7 * 24 * time.Hour,
+		story: "dropped 10 days ago with a 7d TTL"},
+	{name: "clickstream_raw", versions: 2, fragments: 4, index: true, droppedAgo: 10 * 24 * time.Hour, ttl: 7 * 24 * time.Hour,
+		story: "dropped 10 days ago with a 7d TTL"},
+	{name: "staging_import", versions: 1, fragments: 1, droppedAgo: 24 * time.Hour, ttl: 7 * 24 * time.Hour,
+		story: "dropped 1 day ago with a 7d TTL"},
+	{name: "old_experiments", droppedAgo: 20 * 24 * time.Hour, ttl: 7 * 24 * time.Hour,
+		story: "marker left behind after its data was deleted"},
+}
+
+// runDemo seeds the demo root, shows it, purges it once and shows it again.
+func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
+	dir, err := prepareDemoDir(o.Dir)
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(dir, demoDB)
+	now := o.now()
+	if err := seedDemo(root, now); err != nil {
+		return fmt.Errorf("seed demo database %s: %w", root, err)
+	}
+	ns, log, err := storeOptions{globalOptions: o.globalOptions, Root: root}.open(ctx)
+	if err != nil {
+		return err
+	}
+	p := &demoPrinter{w: stdout, root: root}
+	p.intro()
+
+	before, err := ns.List(ctx)
+	if err != nil {
+		return err
+	}
+	p.step(1, "the root before the purge", "reaper status --root "+root)
+	if err := renderStatusTable(stdout, before, now); err != nil {
+		return err
+	}
+
+	p.step(2, "one purge pass: reclaim every soft-deleted table whose TTL has passed", "reaper purge --root "+root)
+	rep, err := purgePass(ctx, ns, log, o.now(), false, nil)
+	if err != nil {
+		return err
+	}
+	if err := renderPurgeTable(stdout, rep); err != nil {
+		return err
+	}
+
+	p.step(3, "what happened, and why", "")
+	p.explain(rep, before)
+
+	after, err := ns.List(ctx)
+	if err != nil {
+		return err
+	}
+	p.step(4, "the root after the purge", "reaper status --root "+root)
+	if err := renderStatusTable(stdout, after, o.now()); err != nil {
+		return err
+	}
+	p.outro()
+	return rep.err()
+}
+
+// prepareDemoDir makes dir absolute and ready: created if missing; if it
+// holds a previous demo (its sentinel), only that demo's db/ is removed. A
+// non-empty directory without the sentinel is refused: the demo never
+// deletes what it did not create.
+func prepareDemoDir(dir string) (string, error) {
+	if dir == "" {
+		dir = "var/demo"
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usagef("--dir %q: make it absolute: %w", dir, err)
+	}
+	entries, err := os.ReadDir(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return "", usagef("--dir %s: create it: %w", abs, err)
+		}
+	case err != nil:
+		return "", usagef("--dir %s: %w; pass a directory reaper demo may create or reuse", abs, err)
+	case len(entries) > 0:
+		info, err := os.Lstat(filepath.Join(abs, demoSentinel))
+		if err != nil || !info.Mode().IsRegular() {
+			return "", usagef("--dir %s is not empty and has no %s file, so reaper demo did not create it and will not delete anything in it; pass a new or empty directory", abs, demoSentinel)
+		}
+		if err := os.RemoveAll(filepath.Join(abs, demoDB)); err != nil {
+			return "", fmt.Errorf("remove the previous demo database %s: %w", filepath.Join(abs, demoDB), err)
+		}
+	}
+	note := "Created by 'reaper demo'. A later 'reaper demo' run deletes ./" + demoDB + "/ here, and nothing else.\n"
+	if err := os.WriteFile(filepath.Join(abs, demoSentinel), []byte(note), 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", filepath.Join(abs, demoSentinel), err)
+	}
+	return abs, nil
+}
+
+// seedDemo writes the demo tables under root, in Lance's directory layout.
+// Files of dropped tables are dated before the drop, as they would be, so
+// the purge's identity fence passes.
+func seedDemo(root string, now time.Time) error {
+	for _, t := range demoTables {
+		written := now.Add(-time.Hour)
+		if t.droppedAgo > 0 {
+			written = now.Add(-t.droppedAgo - 2*time.Hour)
+		}
+		files := lanceTableFiles(t.versions, t.fragments, t.index, t.deletions)
+		if err := writeLocalTable(root, t.name, files, written); err != nil {
+			return err
+		}
+		if t.droppedAgo > 0 {
+			deletedAt := now.Add(-t.droppedAgo)
+			if err := writeLocalFile(filepath.Join(root, t.name+".deleted"), markerBody(deletedAt, t.ttl), deletedAt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// markerBody is the marker Lance writes on drop_table.
+func markerBody(deletedAt time.Time, ttl time.Duration) []byte {
+	return fmt.Appendf(nil, `{"deleted_at_ms":%d,"ttl_ms":%d}`, deletedAt.UnixMilli(), ttl.Milliseconds())
+}
+
+// lanceTableFiles returns the keys (relative to <name>.lance/) and bodies
+// of a plausible Lance table: manifests, transactions, data fragments,
+// deletion files and an index.
+func lanceTableFiles(versions, fragments int, index, deletions bool) map[string][]byte {
+	files := map[string][]byte{}
+	if fragments == 0 {
+		return files
+	}
+	for v := 1; v <= versions; v++ {
+		files[fmt.Sprintf("_versions/%d.manifest", v)] = filler(600 + 100*v)
+		files[fmt.Sprintf("_transactions/%d-%s.txn", v-1, newUUID())] = filler(200)
+	}
+	for f := range fragments {
+		files["data/"+newUUID()+".lance"] = filler(48<<10 + f*40<<10)
+		if deletions && f == 0 {
+			files[fmt.Sprintf("_deletions/%d-%d-%d.arrow", f, versions, 1+f)] = filler(300)
+		}
+	}
+	if index {
+		files["_indices/"+newUUID()+"/index.idx"] = filler(24 << 10)
+	}
+	return files
+}
+
+// writeLocalTable writes files under root/<name>.lance/ dated mtime.
+func writeLocalTable(root, name string, files map[string][]byte, mtime time.Time) error {
+	for rel, body := range files {
+		if err := writeLocalFile(filepath.Join(root, name+".lance", filepath.FromSlash(rel)), body, mtime); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeLocalFile(path string, body []byte, mtime time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(path, mtime, mtime)
+}
+
+func filler(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// demoPrinter writes the walkthrough around the status and purge output.
+type demoPrinter struct {
+	w    io.Writer
+	root string
+}
+
+func (p *demoPrinter) intro() {
+	fmt.Fprintf(p.w, `reaper demo: seeded a Lance database root at
+  %s
+
+Each table is a directory <name>.lance/ (manifests in _versions/, data in
+data/, plus _transactions/, _deletions/, _indices/). Dropping a table the
+Lance soft-delete way writes a sibling marker <name>.deleted holding
+{"deleted_at_ms":...,"ttl_ms":...}; the data stays until the TTL passes.
+
+The demo root holds:
+`, p.root)
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	for _, t := range demoTables {
+		fmt.Fprintf(tw, "  %s\t%s\n", t.name, t.story)
+	}
+	tw.Flush()
+}
+
+func (p *demoPrinter) step(n int, title, command string) {
+	fmt.Fprintf(p.w, "\n== Step %d: %s\n", n, title)
+	if command != "" {
+		fmt.Fprintf(p.w, "   $ %s\n", command)
+	}
+	fmt.Fprintln(p.w)
+}
+
+// explain turns the report into sentences a newcomer can follow.
+func (p *demoPrinter) explain(rep *purgeReport, before []reaper.TableStatus) {
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	for _, r := range rep.Purged {
+		if r.Objects == 0 {
+			fmt.Fprintf(tw, "  removed\t%s\tits data was already gone, so only the stale marker was deleted\n", r.Name)
+			continue
+		}
+		fmt.Fprintf(tw, "  reclaimed\t%s\tTTL passed: %d objects (%s) deleted, manifests first and the marker last\n", r.Name, r.Objects, humanBytes(r.Bytes))
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(tw, "  kept\t%s\t%s; a later pass purges it\n", s.Name, s.Reason)
+	}
+	for _, f := range rep.Failed {
+		fmt.Fprintf(tw, "  FAILED\t%s\t%s\n", f.Name, f.Error)
+	}
+	var live []string
+	for _, s := range before {
+		if s.State == reaper.StateExists {
+			live = append(live, s.Name)
+		}
+	}
+	if len(live) > 0 {
+		fmt.Fprintf(tw, "  kept\t%s\tlive: a table without a marker is never purged\n", strings.Join(live, ", "))
+	}
+	tw.Flush()
+}
+
+func (p *demoPrinter) outro() {
+	fmt.Fprintf(p.w, `
+Try it yourself on this root (make build puts the binary in ./bin):
+  ./bin/reaper drop   --root %[1]s --ttl 1m orders      # soft-delete, purgeable in a minute
+  ./bin/reaper status --root %[1]s -o json
+  ./bin/reaper revive --root %[1]s orders               # undo the drop
+  ./bin/reaper purge  --root %[1]s --dry-run            # what a pass would reclaim
+`, p.root)
+}

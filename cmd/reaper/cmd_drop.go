@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper"
+)
+
+// dropOptions are the flags and arguments of `reaper drop`.
+type dropOptions struct {
+	storeOptions
+	// TTL is how long the data is kept; zero means --default-ttl.
+	TTL   time.Duration
+	Names []string
+}
+
+func (o *dropOptions) register(fs *pflag.FlagSet) {
+	o.registerStore(fs)
+	fs.Var(newDurationValue(&o.TTL, 0), "ttl",
+		"how long the data is kept before purge may reclaim it, e.g. 7d or 36h (default: --default-ttl, 7d)")
+}
+
+func newDropCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	var o dropOptions
+	cmd := &cobra.Command{
+		Use:   "drop --root URI [--ttl DURATION] NAME...",
+		Short: "Soft-delete tables: write <name>.deleted markers, keep the data",
+		Long: `Soft-delete each named table: write <root>/<name>.deleted with deleted_at
+and the TTL, as Lance's drop_table does. The data stays until a purge after
+the TTL; 'reaper revive' undoes the drop until then. A table that is already
+soft-deleted keeps its marker unchanged (its clock is not restarted) and is
+reported as failed, as is a name with no data.
+
+Exit status: 0 when every name was dropped, 1 when any failed, 2 on usage errors.`,
+		Args: requireNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.globalOptions, o.Names = *g, args
+			return runDrop(cmd.Context(), o, stdout)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// runDrop drops each name and prints one line per name.
+func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
+	if err := validateNames(o.Names); err != nil {
+		return err
+	}
+	ns, _, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, name := range o.Names {
+		m, err := ns.Drop(ctx, name, o.TTL)
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s: %s\n", name, dropFailure(name, err))
+			continue
+		}
+		ttl := m.TTL(0)
+		fmt.Fprintf(stdout, "%s: dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'\n",
+			name, formatDuration(ttl), formatTime(m.PurgeAfter(0)), ns.URI(), name)
+	}
+	if failed > 0 {
+		return &failedError{op: "drop", failed: failed, all: len(o.Names)}
+	}
+	return nil
+}
+
+// dropFailure explains a failed drop in operator terms.
+func dropFailure(name string, err error) string {
+	switch {
+	case errors.Is(err, reaper.ErrAlreadyDeleted):
+		return "not dropped: already soft-deleted; its marker was left unchanged (see 'reaper status'): " + err.Error()
+	case errors.Is(err, reaper.ErrNotFound):
+		return "not dropped: not found: " + err.Error() + lanceSuffixHint(name)
+	}
+	return "not dropped: " + err.Error()
+}
+
+// lanceSuffixHint helps with the common mistake of passing "x.lance".
+func lanceSuffixHint(name string) string {
+	if base, ok := strings.CutSuffix(name, ".lance"); ok && base != "" {
+		return fmt.Sprintf(" (pass table names without the .lance suffix: %q)", base)
+	}
+	return ""
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDropThenStatusJSON(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		t0 := time.UnixMilli(time.Now().UnixMilli())
+		b.writeTable(t, "orders", t0.Add(-time.Hour))
+		b.writeTable(t, "live", t0.Add(-time.Hour))
+		o := b.opts
+		o.Now = at(t0)
+
+		var out bytes.Buffer
+		err := runDrop(ctx, dropOptions{storeOptions: o, TTL: 36 * time.Hour, Names: []string{"orders"}}, &out)
+		require.NoError(t, err)
+		require.Contains(t, out.String(), "orders: dropped (soft-deleted): ttl 1d12h")
+
+		ttl := (36 * time.Hour).Milliseconds()
+		tests := []struct {
+			name string
+			now  time.Time
+			due  bool
+		}{
+			{"before the ttl", t0.Add(time.Hour), false},
+			{"after the ttl", t0.Add(37 * time.Hour), true},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				out.Reset()
+				so := statusOptions{storeOptions: o, Output: "json", Names: []string{"orders", "live", "nope"}}
+				so.Now = at(tc.now)
+				require.NoError(t, runStatus(ctx, so, &out))
+				nulls := `"deleted_at_ms":null,"ttl_ms":null,"purge_after_ms":null,"due":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null`
+				want := fmt.Sprintf(`[
+				{"name":"live","state":"exists",%s},
+				{"name":"nope","state":"not_found",%s},
+				{"name":"orders","state":"soft_deleted","deleted_at_ms":%d,"ttl_ms":%d,"purge_after_ms":%d,"due":%t,"problem":null,"lease_owner":null,"lease_expires_at_ms":null}
+			]`, nulls, nulls, t0.UnixMilli(), ttl, t0.UnixMilli()+ttl, tc.due)
+				require.JSONEq(t, want, out.String())
+			})
+		}
+
+		t.Run("second drop keeps the marker", func(t *testing.T) {
+			before, ok := b.get(t, "orders.deleted")
+			require.True(t, ok)
+			out.Reset()
+			o2 := o
+			o2.Now = at(t0.Add(time.Hour))
+			err := runDrop(ctx, dropOptions{storeOptions: o2, Names: []string{"orders"}}, &out)
+			require.Error(t, err)
+			require.Equal(t, exitFailed, exitCode(err), "got %v", err)
+			require.Contains(t, out.String(), "already soft-deleted")
+			after, ok := b.get(t, "orders.deleted")
+			require.True(t, ok)
+			require.Equal(t, string(before), string(after), "marker must stay byte-identical")
+		})
+
+		t.Run("not found", func(t *testing.T) {
+			out.Reset()
+			err := runDrop(ctx, dropOptions{storeOptions: o, Names: []string{"live", "nope.lance"}}, &out)
+			require.Equal(t, exitFailed, exitCode(err), "got %v", err)
+			require.Contains(t, out.String(), "live: dropped")
+			require.Contains(t, out.String(), "nope.lance: not dropped: not found")
+			require.Contains(t, out.String(), `without the .lance suffix: "nope"`)
+			require.Contains(t, err.Error(), "1 of 2 table(s) failed")
+		})
+	})
+}
+
+func TestDropDefaultTTL(t *testing.T) {
+	b := localBackend(t)
+	t0 := time.UnixMilli(time.Now().UnixMilli())
+	b.writeTable(t, "a", t0.Add(-time.Hour))
+	b.writeTable(t, "b", t0.Add(-time.Hour))
+	o := b.opts
+	o.Now = at(t0)
+	var out bytes.Buffer
+	require.NoError(t, runDrop(context.Background(), dropOptions{storeOptions: o, Names: []string{"a"}}, &out))
+	body, _ := b.get(t, "a.deleted")
+	require.Equal(t, fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":%d}`, t0.UnixMilli(), (7*24*time.Hour).Milliseconds()), string(body))
+
+	o.DefaultTTL = time.Hour
+	require.NoError(t, runDrop(context.Background(), dropOptions{storeOptions: o, Names: []string{"b"}}, &out))
+	body, _ = b.get(t, "b.deleted")
+	require.Equal(t, fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":%d}`, t0.UnixMilli(), time.Hour.Milliseconds()), string(body))
+}

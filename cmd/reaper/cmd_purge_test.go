@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
+)
+
+const day = 24 * time.Hour
+
+// purgeFixture is a local root with one table of every purge outcome.
+type purgeFixture struct {
+	b   backend
+	now time.Time
+	// sizes of the tables expected to be purged
+	sizes map[string][2]int64
+}
+
+func newPurgeFixture(t *testing.T) purgeFixture {
+	b := localBackend(t)
+	now := time.UnixMilli(time.Now().UnixMilli())
+	f := purgeFixture{b: b, now: now, sizes: map[string][2]int64{}}
+	drop := func(name string, ago, ttl time.Duration, filesAt time.Time) {
+		objs, size := b.writeTable(t, name, filesAt)
+		f.sizes[name] = [2]int64{objs, size}
+		b.writeMarker(t, name, markerBody(now.Add(-ago), ttl), now.Add(-ago))
+	}
+	drop("due", 10*day, 7*day, now.Add(-10*day-time.Hour))
+	drop("older.v2", 12*day, 7*day, now.Add(-12*day-time.Hour))
+	drop("notdue", day, 7*day, now.Add(-2*day))
+	drop("conflict", 10*day, 7*day, now) // written after its drop: a reviving writer
+	b.writeTable(t, "garbage", now.Add(-20*day))
+	b.writeMarker(t, "garbage", []byte("garbage"), now.Add(-10*day))
+	b.writeTable(t, "negative", now.Add(-20*day))
+	b.writeMarker(t, "negative", []byte(`{"deleted_at_ms":-5,"ttl_ms":1}`), now.Add(-10*day))
+	b.writeMarker(t, "orphan", markerBody(now.Add(-20*day), 7*day), now.Add(-20*day))
+	b.writeTable(t, "live", now.Add(-time.Hour))
+	return f
+}
+
+func (f purgeFixture) opts(dryRun bool, names ...string) purgeOptions {
+	o := purgeOptions{storeOptions: f.b.opts, DryRun: dryRun, Output: "json", Names: names}
+	o.Now = at(f.now)
+	return o
+}
+
+// decodeReport checks the JSON shape (all three keys, arrays, never null)
+// and decodes it.
+func decodeReport(t *testing.T, raw []byte) (purgeReport, map[string]json.RawMessage) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &top), "output: %s", raw)
+	for _, k := range []string{"purged", "skipped", "failed"} {
+		require.Contains(t, top, k)
+		require.True(t, bytes.HasPrefix(top[k], []byte("[")), "%s must be an array, got %s", k, top[k])
+	}
+	var rep purgeReport
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	return rep, top
+}
+
+func TestPurgeJSON(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		dryRun bool
+	}{
+		{"dry run", true},
+		{"purge", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPurgeFixture(t)
+			keysBefore := f.b.keys(t)
+			var out bytes.Buffer
+			err := runPurge(ctx, f.opts(tc.dryRun), &out)
+			require.Equal(t, exitFailed, exitCode(err), "invalid markers fail the pass; got %v", err)
+			rep, top := decodeReport(t, out.Bytes())
+
+			if tc.dryRun {
+				require.JSONEq(t, "true", string(top["dry_run"]))
+				require.Equal(t, keysBefore, f.b.keys(t), "a dry run deletes nothing")
+			} else {
+				require.NotContains(t, top, "dry_run")
+			}
+			// Oldest purge_after first: orphan (13d ago), older.v2 (5d), due (3d).
+			require.Equal(t, []purgedJSON{
+				{Name: "orphan", Objects: 0, Bytes: 0},
+				{Name: "older.v2", Objects: f.sizes["older.v2"][0], Bytes: f.sizes["older.v2"][1]},
+				{Name: "due", Objects: f.sizes["due"][0], Bytes: f.sizes["due"][1]},
+			}, rep.Purged)
+
+			require.Len(t, rep.Skipped, 2, "%+v", rep.Skipped)
+			require.Equal(t, "conflict", rep.Skipped[0].Name)
+			require.True(t, strings.HasPrefix(rep.Skipped[0].Reason, "conflict"), rep.Skipped[0].Reason)
+			require.Equal(t, "notdue", rep.Skipped[1].Name)
+			require.Equal(t, "not due until "+f.now.Add(6*day).UTC().Format(time.RFC3339), rep.Skipped[1].Reason)
+
+			require.Len(t, rep.Failed, 2, "%+v", rep.Failed)
+			require.Equal(t, "garbage", rep.Failed[0].Name)
+			require.Contains(t, rep.Failed[0].Error, "invalid marker")
+			require.Equal(t, "negative", rep.Failed[1].Name)
+			require.Contains(t, rep.Failed[1].Error, "negative")
+
+			left := f.b.keys(t)
+			for _, name := range []string{"notdue", "conflict", "garbage", "negative", "live"} {
+				require.NotEmpty(t, f.b.tableKeys(t, name), "%s must keep its data", name)
+			}
+			for _, name := range []string{"notdue", "conflict", "garbage", "negative"} {
+				require.Contains(t, left, name+".deleted")
+			}
+			if tc.dryRun {
+				return
+			}
+			for _, name := range []string{"due", "older.v2"} {
+				require.Empty(t, f.b.tableKeys(t, name), "%s must be purged", name)
+				require.NotContains(t, left, name+".deleted")
+			}
+			require.NotContains(t, left, "orphan.deleted")
+		})
+	}
+}
+
+func TestPurgeNamed(t *testing.T) {
+	f := newPurgeFixture(t)
+	var out bytes.Buffer
+	err := runPurge(context.Background(), f.opts(false, "due", "live", "nope", "notdue"), &out)
+	require.Equal(t, exitFailed, exitCode(err), "got %v", err)
+	rep, _ := decodeReport(t, out.Bytes())
+	require.Equal(t, []string{"due"}, names(rep.Purged, func(p purgedJSON) string { return p.Name }))
+	require.Equal(t, []string{"notdue"}, names(rep.Skipped, func(s skippedJSON) string { return s.Name }))
+	require.Len(t, rep.Failed, 2)
+	require.Equal(t, "live", rep.Failed[0].Name)
+	require.Contains(t, rep.Failed[0].Error, "table is live")
+	require.Equal(t, "nope", rep.Failed[1].Name)
+	require.Contains(t, rep.Failed[1].Error, "not found")
+	require.NotEmpty(t, f.b.tableKeys(t, "older.v2"), "unnamed tables are not touched")
+}
+
+func names[T any](s []T, name func(T) string) []string {
+	out := []string{}
+	for _, v := range s {
+		out = append(out, name(v))
+	}
+	return out
+}
+
+func TestPurgeEmptyRootJSON(t *testing.T) {
+	b := localBackend(t)
+	for _, dry := range []bool{false, true} {
+		var out bytes.Buffer
+		require.NoError(t, runPurge(context.Background(), purgeOptions{storeOptions: b.opts, Output: "json", DryRun: dry}, &out))
+		want := `{"purged":[],"skipped":[],"failed":[]}`
+		if dry {
+			want = `{"purged":[],"skipped":[],"failed":[],"dry_run":true}`
+		}
+		require.JSONEq(t, want, out.String())
+	}
+}
+
+func TestPurgeTableOutput(t *testing.T) {
+	f := newPurgeFixture(t)
+	var out bytes.Buffer
+	o := f.opts(false)
+	o.Output = "table"
+	err := runPurge(context.Background(), o, &out)
+	require.Equal(t, exitFailed, exitCode(err))
+	s := out.String()
+	for _, want := range []string{"PURGED: 3", "SKIPPED: 2", "FAILED: 2", "not due until", "KiB"} {
+		require.Contains(t, s, want)
+	}
+	objs := f.sizes["due"][0] + f.sizes["older.v2"][0]
+	size := f.sizes["due"][1] + f.sizes["older.v2"][1]
+	require.Contains(t, s, fmt.Sprintf("reclaimed %d objects, %s from 3 tables; 2 skipped, 2 failed\n", objs, humanBytes(size)))
+}
+
+// TestPurgeAfterDrop drops through the CLI and purges with a clock 8 days
+// later, on every backend (S3 cannot back-date objects).
+func TestPurgeAfterDrop(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		t0 := time.UnixMilli(time.Now().UnixMilli())
+		objs, size := b.writeTable(t, "events.2024", t0.Add(-time.Hour))
+		b.writeTable(t, "keep", t0.Add(-time.Hour))
+		b.writeTable(t, "live", t0.Add(-time.Hour))
+		b.writeTable(t, "bad", t0.Add(-time.Hour))
+		b.writeMarker(t, "bad", []byte(`{"deleted_at_ms":"yesterday"}`), t0)
+		o := b.opts
+		o.Now = at(t0)
+		var out bytes.Buffer
+		require.NoError(t, runDrop(ctx, dropOptions{storeOptions: o, Names: []string{"events.2024"}}, &out))
+		require.NoError(t, runDrop(ctx, dropOptions{storeOptions: o, TTL: 30 * day, Names: []string{"keep"}}, &out))
+
+		later := o
+		later.Now = at(t0.Add(8 * day))
+		for _, dry := range []bool{true, false} {
+			out.Reset()
+			err := runPurge(ctx, purgeOptions{storeOptions: later, DryRun: dry, Output: "json"}, &out)
+			require.Equal(t, exitFailed, exitCode(err), "got %v", err)
+			rep, _ := decodeReport(t, out.Bytes())
+			require.Equal(t, []purgedJSON{{Name: "events.2024", Objects: objs, Bytes: size}}, rep.Purged, "dry run %t", dry)
+			require.Equal(t, []skippedJSON{{Name: "keep", Reason: "not due until " + t0.Add(30*day).UTC().Format(time.RFC3339)}}, rep.Skipped)
+			require.Len(t, rep.Failed, 1)
+			require.Equal(t, "bad", rep.Failed[0].Name)
+			require.Equal(t, dry, len(b.tableKeys(t, "events.2024")) > 0, "dry run %t", dry)
+		}
+		require.False(t, b.hasKey(t, "events.2024.deleted"))
+		require.NotEmpty(t, b.tableKeys(t, "keep"))
+		require.NotEmpty(t, b.tableKeys(t, "live"))
+
+		out.Reset()
+		require.NoError(t, runStatus(ctx, statusOptions{storeOptions: later, Output: "json"}, &out))
+		var st []statusJSON
+		require.NoError(t, json.Unmarshal(out.Bytes(), &st))
+		got := map[string]string{}
+		for _, s := range st {
+			got[s.Name] = s.State
+		}
+		require.Equal(t, map[string]string{"keep": "soft_deleted", "live": "exists", "bad": "invalid_marker"}, got)
+	})
+}
+
+// TestPurgeSkipsLocked holds a table's lease as another process would: the
+// pass skips it as locked and status names the holder.
+func TestPurgeSkipsLocked(t *testing.T) {
+	f := newPurgeFixture(t)
+	ctx := context.Background()
+	store, err := local.Open(f.b.opts.Root)
+	require.NoError(t, err)
+	lease, err := (&lock.Locker{Store: store, Owner: "other-host/42", TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}).
+		Acquire(ctx, "due.reaper-lock")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lease.Release(context.Background()) })
+
+	var out bytes.Buffer
+	_ = runPurge(ctx, f.opts(true, "due"), &out)
+	rep, _ := decodeReport(t, out.Bytes())
+	require.Empty(t, rep.Purged)
+	require.Len(t, rep.Skipped, 1)
+	require.True(t, strings.HasPrefix(rep.Skipped[0].Reason, "locked: lease held by other-host/42"), rep.Skipped[0].Reason)
+
+	out.Reset()
+	so := statusOptions{storeOptions: f.b.opts, Names: []string{"due"}}
+	so.Now = at(f.now)
+	require.NoError(t, runStatus(ctx, so, &out))
+	require.Contains(t, out.String(), "purging")
+	require.Contains(t, out.String(), "lease held by other-host/42")
+}
+
+// TestPurgeDrains: after the first interrupt no new table is started.
+func TestPurgeDrains(t *testing.T) {
+	f := newPurgeFixture(t)
+	before := f.b.keys(t)
+	drain := make(chan struct{})
+	close(drain)
+	ctx := withDrain(context.Background(), drain)
+	var out bytes.Buffer
+	err := runPurge(ctx, f.opts(false), &out)
+	require.ErrorContains(t, err, "interrupted: 4 due table(s) not started; run purge again")
+	require.Equal(t, exitFailed, exitCode(err))
+	require.Equal(t, before, f.b.keys(t))
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper"
+)
+
+// reviveOptions are the flags and arguments of `reaper revive`.
+type reviveOptions struct {
+	storeOptions
+	Names []string
+}
+
+func (o *reviveOptions) register(fs *pflag.FlagSet) { o.registerStore(fs) }
+
+func newReviveCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	var o reviveOptions
+	cmd := &cobra.Command{
+		Use:   "revive --root URI NAME...",
+		Short: "Undo soft-deletes: remove <name>.deleted markers, keep the data",
+		Long: `Revive each named soft-deleted table: remove its <name>.deleted marker under
+the table's lifecycle lease, so a concurrent purge is never undone blindly.
+The data is not touched. An invalid marker is removed too: revive is how an
+operator clears one. A live table, a purged table and an unknown name are
+reported as failed.
+
+Exit status: 0 when every name was revived, 1 when any failed, 2 on usage errors.`,
+		Args: requireNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.globalOptions, o.Names = *g, args
+			return runRevive(cmd.Context(), o, stdout)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// runRevive revives each name and prints one line per name.
+func runRevive(ctx context.Context, o reviveOptions, stdout io.Writer) error {
+	if err := validateNames(o.Names); err != nil {
+		return err
+	}
+	ns, _, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, name := range o.Names {
+		if err := ns.Revive(ctx, name); err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s: %s\n", name, reviveFailure(name, err))
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: revived: marker removed, the table is live again\n", name)
+	}
+	if failed > 0 {
+		return &failedError{op: "revive", failed: failed, all: len(o.Names)}
+	}
+	return nil
+}
+
+func reviveFailure(name string, err error) string {
+	switch {
+	case errors.Is(err, reaper.ErrNotSoftDeleted):
+		return "not revived: it is not soft-deleted: " + err.Error()
+	case errors.Is(err, reaper.ErrNotFound):
+		return "not revived: not found: " + err.Error() + lanceSuffixHint(name)
+	case errors.Is(err, reaper.ErrLocked):
+		return "not revived: locked (a purge may be running; check 'reaper status'): " + err.Error()
+	case errors.Is(err, reaper.ErrConflict):
+		return "not revived: " + err.Error()
+	}
+	return "not revived: " + err.Error()
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// statusOptions are the flags and arguments of `reaper status`.
+type statusOptions struct {
+	storeOptions
+	// Output is table or json.
+	Output string
+	Names  []string
+}
+
+func (o *statusOptions) register(fs *pflag.FlagSet) {
+	o.registerStore(fs)
+	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
+}
+
+func newStatusCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	o := statusOptions{Output: formatTable}
+	cmd := &cobra.Command{
+		Use:   "status --root URI [-o table|json] [NAME...]",
+		Short: "Show the lifecycle state of tables",
+		Long: `Show the state of each named table, or of every name in the root: exists,
+soft_deleted, purging, orphan_marker (marker left, data gone),
+invalid_marker (never purged) or not_found, with deleted_at, TTL, purge
+time and notes (due, due in 3h, problems, lease holder). It reads the root
+with one listing and one read per marker; it changes nothing.
+
+JSON (-o json) is an array of objects with name, state, deleted_at_ms,
+ttl_ms, purge_after_ms, due, problem, lease_owner and lease_expires_at_ms;
+fields that do not apply are null.
+
+Exit status: 0 on success (whatever the states), 1 when the root cannot be
+read, 2 on usage errors.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.globalOptions, o.Names = *g, args
+			return runStatus(cmd.Context(), o, stdout)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// runStatus prints the state of the named tables, or of the whole root.
+func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
+	if err := checkFormat(o.Output); err != nil {
+		return err
+	}
+	if err := validateNames(o.Names); err != nil {
+		return err
+	}
+	ns, _, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	all, err := ns.Status(ctx, o.Names...)
+	if err != nil {
+		return err
+	}
+	now := o.now()
+	if o.Output == formatJSON {
+		return renderStatusJSON(stdout, all, now)
+	}
+	return renderStatusTable(stdout, all, now)
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// usageError marks a usage or configuration error: exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error; %w verbs wrap as with fmt.Errorf.
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// asUsage marks err (which already names its input) as a usage error.
+func asUsage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{err: err}
+}
+
+// failedError says some tables failed; each failure was already printed.
+type failedError struct {
+	op          string
+	failed, all int
+}
+
+func (e *failedError) Error() string {
+	return fmt.Sprintf("%s: %d of %d table(s) failed; see the per-table lines above", e.op, e.failed, e.all)
+}
+
+// drainKey carries the channel closed on the first interrupt signal.
+type drainKey struct{}
+
+func withDrain(ctx context.Context, ch <-chan struct{}) context.Context {
+	return context.WithValue(ctx, drainKey{}, ch)
+}
+
+// draining reports whether the first interrupt arrived: finish the current
+// table, start no new one. Contexts without the value never drain.
+func draining(ctx context.Context) bool {
+	ch, _ := ctx.Value(drainKey{}).(<-chan struct{})
+	if ch == nil {
+		return ctx.Err() != nil
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return ctx.Err() != nil
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+)
+
+// backend is one place a test root lives, with direct access that bypasses
+// reaper for setup and checks.
+type backend struct {
+	name string
+	// opts are --root and --storage-option for the run functions.
+	opts storeOptions
+	// setsMtime: put honours mtime (local); S3 stamps its own time.
+	setsMtime bool
+	put       func(t *testing.T, key string, body []byte, mtime time.Time)
+	// get returns the body, or ok=false when the key is missing.
+	get  func(t *testing.T, key string) (body []byte, ok bool)
+	keys func(t *testing.T) []string
+}
+
+// localBackend is a root in t.TempDir().
+func localBackend(t *testing.T) backend {
+	root := t.TempDir()
+	return backend{
+		name:      "local",
+		opts:      storeOptions{globalOptions: quiet(), Root: root},
+		setsMtime: true,
+		put: func(t *testing.T, key string, body []byte, mtime time.Time) {
+			require.NoError(t, writeLocalFile(filepath.Join(root, filepath.FromSlash(key)), body, mtime))
+		},
+		get: func(t *testing.T, key string) ([]byte, bool) {
+			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(key)))
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, false
+			}
+			require.NoError(t, err)
+			return b, true
+		},
+		keys: func(t *testing.T) []string {
+			var keys []string
+			err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(root, p)
+					keys = append(keys, filepath.ToSlash(rel))
+				}
+				return err
+			})
+			require.NoError(t, err)
+			slices.Sort(keys)
+			return keys
+		},
+	}
+}
+
+// s3Backend is a root under a prefix of a fresh bucket on the S3 test
+// server; the test skips when there is none.
+func s3Backend(t *testing.T) backend {
+	srv := objstoretest.S3(t)
+	const prefix = "lance/db/"
+	var kvs []string
+	for k, v := range srv.Options() {
+		kvs = append(kvs, k+"="+v)
+	}
+	slices.Sort(kvs)
+	ctx := context.Background()
+	return backend{
+		name: "s3",
+		opts: storeOptions{globalOptions: quiet(), Root: srv.URI(prefix), StorageOptions: kvs},
+		put: func(t *testing.T, key string, body []byte, _ time.Time) {
+			_, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + key), Body: bytes.NewReader(body)})
+			require.NoError(t, err)
+		},
+		get: func(t *testing.T, key string) ([]byte, bool) {
+			out, err := srv.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + key)})
+			var nsk *types.NoSuchKey
+			if errors.As(err, &nsk) {
+				return nil, false
+			}
+			require.NoError(t, err)
+			defer out.Body.Close()
+			b, err := io.ReadAll(out.Body)
+			require.NoError(t, err)
+			return b, true
+		},
+		keys: func(t *testing.T) []string {
+			var keys []string
+			p := s3.NewListObjectsV2Paginator(srv.Client, &s3.ListObjectsV2Input{Bucket: aws.String(srv.Bucket), Prefix: aws.String(prefix)})
+			for p.HasMorePages() {
+				out, err := p.NextPage(ctx)
+				require.NoError(t, err)
+				for _, o := range out.Contents {
+					keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), prefix))
+				}
+			}
+			slices.Sort(keys)
+			return keys
+		},
+	}
+}
+
+// forEachBackend runs fn as a subtest against local and S3.
+func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
+	t.Run("local", func(t *testing.T) { fn(t, localBackend(t)) })
+	t.Run("s3", func(t *testing.T) { fn(t, s3Backend(t)) })
+}
+
+// quiet sends logs nowhere.
+func quiet() globalOptions {
+	return globalOptions{LogFormat: "text", LogLevel: "warn", Stderr: io.Discard}
+}
+
+// at returns a fixed clock.
+func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+// writeTable writes a Lance-layout table (manifests, transactions, data,
+// deletions, an index) dated mtime, and returns its object count and bytes.
+func (b backend) writeTable(t *testing.T, name string, mtime time.Time) (objects, size int64) {
+	t.Helper()
+	for rel, body := range lanceTableFiles(2, 2, true, true) {
+		b.put(t, name+".lance/"+rel, body, mtime)
+		objects++
+		size += int64(len(body))
+	}
+	return objects, size
+}
+
+// writeMarker writes <name>.deleted as Lance would.
+func (b backend) writeMarker(t *testing.T, name string, body []byte, mtime time.Time) {
+	t.Helper()
+	b.put(t, name+".deleted", body, mtime)
+}
+
+// tableKeys lists the objects left under <name>.lance/.
+func (b backend) tableKeys(t *testing.T, name string) []string {
+	var out []string
+	for _, k := range b.keys(t) {
+		if strings.HasPrefix(k, name+".lance/") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (b backend) hasKey(t *testing.T, key string) bool {
+	_, ok := b.get(t, key)
+	return ok
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper"
+)
+
+const rootLong = `reaper drops, revives, inspects and purges the tables of a Lance / LanceDB
+database root with Lance's soft-delete protocol: drop writes <root>/<name>.deleted
+and keeps the data; purge reclaims <root>/<name>.lance/ once the marker's TTL
+has passed, under a lease that holds across processes and machines.
+
+Roots (--root): /abs/path, file:///abs/path or s3://bucket/prefix. A relative
+path such as ./data is made absolute before it is opened. S3 settings come
+from repeated --storage-option key=value (Lance's names: aws_endpoint,
+aws_region, aws_access_key_id, aws_secret_access_key, aws_session_token,
+allow_http, aws_virtual_hosted_style_request), else from the AWS SDK chain.
+
+Durations (--ttl, --default-ttl, --skew-allowance) are Go durations (90m,
+36h) or days (7d, 1d12h), and must be positive.
+
+EXIT STATUS
+  0  success
+  1  at least one table failed (each failure is printed), the root could not
+     be read, or the run was interrupted
+  2  usage or configuration error: bad flag, duration or table name, bad
+     --root URI, unknown or malformed --storage-option`
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	// DefaultTTL for drops without --ttl and markers without ttl_ms; zero
+	// means reaper.DefaultTTL.
+	DefaultTTL time.Duration
+	// SkewAllowance for future-dated markers and the identity fence; zero
+	// means reaper.DefaultSkewAllowance.
+	SkewAllowance time.Duration
+	// LogFormat is text or json; LogLevel debug, info, warn or error.
+	LogFormat string
+	LogLevel  string
+	// Now is the clock (time.Now when nil); tests set it.
+	Now func() time.Time
+	// Stderr receives logs (os.Stderr when nil).
+	Stderr io.Writer
+}
+
+// storeOptions are the flags of every command that opens a root.
+type storeOptions struct {
+	globalOptions
+	Root           string
+	StorageOptions []string
+}
+
+func (g globalOptions) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	g := &globalOptions{LogFormat: "text", LogLevel: "info", Stderr: stderr}
+	cmd := &cobra.Command{
+		Use:           "reaper",
+		Short:         "Soft-delete, revive and purge tables of Lance / LanceDB databases",
+		Long:          rootLong,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.ArbitraryArgs,
+		// "prune" is three edits from "purge".
+		SuggestionsMinimumDistance: 3,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			hint := "run 'reaper --help' for the list of commands"
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				hint = fmt.Sprintf("did you mean %q? %s", s[0], hint)
+			}
+			return usagef("unknown command %q: %s", args[0], hint)
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%s: %w; run '%s --help' for the flags", c.Name(), err, c.CommandPath())
+	})
+	g.register(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newDropCmd(g, stdout),
+		newReviveCmd(g, stdout),
+		newStatusCmd(g, stdout),
+		newPurgeCmd(g, stdout),
+		newDemoCmd(g, stdout),
+		newVersionCmd(stdout),
+	)
+	return cmd
+}
+
+func (g *globalOptions) register(fs *pflag.FlagSet) {
+	fs.Var(newDurationValue(&g.DefaultTTL, reaper.DefaultTTL), "default-ttl",
+		"TTL for drops without --ttl and for markers without ttl_ms")
+	fs.Var(newDurationValue(&g.SkewAllowance, reaper.DefaultSkewAllowance), "skew-allowance",
+		"how far a marker may be dated in the future, and how long after deleted_at table files may change, before reaper refuses to purge")
+	fs.StringVar(&g.LogFormat, "log-format", g.LogFormat, "log format on stderr: text or json")
+	fs.StringVar(&g.LogLevel, "log-level", g.LogLevel, "log level: debug, info, warn or error")
+}
+
+// registerStore adds --root and --storage-option to a command that opens a
+// root; g is copied in when the command runs.
+func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Root, "root", "",
+		"database root (required): /abs/path, file:///abs/path or s3://bucket/prefix; a relative path is made absolute")
+	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
+		"storage option key=value for s3:// roots, repeatable (e.g. aws_region=us-east-1)")
+}
+
+// logger builds the stderr logger from --log-format and --log-level.
+func (g globalOptions) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.LogLevel)); err != nil || g.LogLevel == "" {
+		return nil, usagef("--log-level %q: want debug, info, warn or error", g.LogLevel)
+	}
+	w := g.Stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch g.LogFormat {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, usagef("--log-format %q: want text or json", g.LogFormat)
+}
+
+// resolveRoot makes a relative local path absolute; URIs and absolute paths
+// pass through for reaper.Open to check.
+func resolveRoot(root string) (string, error) {
+	if root == "" {
+		return "", usagef("--root is required: pass the database root, e.g. --root /data/lancedb, --root ./lancedb or --root s3://bucket/prefix")
+	}
+	if strings.Contains(root, "://") || filepath.IsAbs(root) {
+		return root, nil
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", usagef("--root %q: make it absolute: %w", root, err)
+	}
+	return abs, nil
+}
+
+// optionName matches what could be a storage option name, safe to echo.
+var optionName = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// parseStorageOptions turns repeated key=value flags into a map.
+func parseStorageOptions(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for i, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case !ok && optionName.MatchString(kv):
+			return nil, usagef("--storage-option %q: missing '='; write key=value, e.g. --storage-option aws_region=us-east-1", kv)
+		case !ok:
+			// The argument may be a mistyped secret: do not echo it.
+			return nil, usagef("--storage-option number %d has no '='; write key=value, e.g. --storage-option aws_region=us-east-1", i+1)
+		case k == "":
+			return nil, usagef("--storage-option %q: empty key; write key=value, e.g. --storage-option aws_region=us-east-1", kv)
+		}
+		if _, dup := m[k]; dup {
+			return nil, usagef("--storage-option %s given twice; pass each key once", k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// open resolves and opens the root. Every error here is a configuration
+// error (exit 2): Open checks the URI and the storage options but does not
+// touch the root.
+func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger, error) {
+	log, err := o.logger()
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := resolveRoot(o.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if root != o.Root {
+		log.Debug("relative root made absolute", "root", o.Root, "absolute", root)
+	}
+	so, err := parseStorageOptions(o.StorageOptions)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := reaper.Open(ctx, root, reaper.Options{
+		StorageOptions: so,
+		DefaultTTL:     o.DefaultTTL,
+		SkewAllowance:  o.SkewAllowance,
+		Logger:         log,
+		Now:            o.Now,
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), root) {
+			return nil, nil, asUsage(err)
+		}
+		return nil, nil, usagef("--root %s: %w", root, err)
+	}
+	return ns, log, nil
+}
+
+// validateNames checks table names before anything is changed, so a typo in
+// the third name does not leave the first two half-done.
+func validateNames(names []string) error {
+	for _, n := range names {
+		if err := reaper.ValidateName(n); err != nil {
+			return asUsage(err)
+		}
+	}
+	return nil
+}
+
+// requireNames is a cobra.PositionalArgs for commands that need at least one
+// table name.
+func requireNames(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return usagef("%s: name at least one table, e.g. 'reaper %s --root /data/lancedb my_table'", cmd.Name(), cmd.Name())
+	}
+	return nil
+}
+
+// durationValue is a positive duration flag that also accepts a day suffix:
+// 7d, 1d12h, 36h, 90m.
+type durationValue struct {
+	d   *time.Duration
+	def time.Duration
+}
+
+func newDurationValue(d *time.Duration, def time.Duration) *durationValue {
+	return &durationValue{d: d, def: def}
+}
+
+func (v *durationValue) String() string {
+	switch {
+	case v == nil || v.d == nil:
+		return ""
+	case *v.d != 0:
+		return formatDuration(*v.d)
+	case v.def != 0:
+		return formatDuration(v.def)
+	}
+	return ""
+}
+
+func (v *durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v *durationValue) Type() string { return "duration" }
+
+// parseDuration parses a positive Go duration with an optional leading day
+// count: "7d", "1d12h", "36h", "1h30m".
+func parseDuration(s string) (time.Duration, error) {
+	bad := func(why string) (time.Duration, error) {
+		return 0, fmt.Errorf("%s; want a positive duration such as 7d, 1d12h, 36h or 90m", why)
+	}
+	rest := strings.TrimSpace(s)
+	var d time.Duration
+	if days, after, ok := strings.Cut(rest, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > int64(106751) { // ~ max Duration in days
+			return bad(fmt.Sprintf("%q has a bad day count", s))
+		}
+		d, rest = time.Duration(n)*24*time.Hour, after
+	}
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return bad(fmt.Sprintf("%q is not a duration", s))
+		}
+		if d > 0 && r < 0 {
+			return bad(fmt.Sprintf("%q mixes signs", s))
+		}
+		d += r
+	}
+	if d <= 0 {
+		return bad(fmt.Sprintf("%q is not positive", s))
+	}
+	return d, nil
+}
