@@ -46,6 +46,8 @@ type (
 	LeaseInfo = lock.Info
 	// LockedError names the holder when a lease is taken (errors.Is ErrLocked).
 	LockedError = lock.LockedError
+	// Hold is a legal hold: while it exists the table is never purged.
+	Hold = lifecycle.Hold
 )
 
 // ValidateName reports whether name can be a table name: not empty, not "."
@@ -80,6 +82,7 @@ var (
 	ErrConflict       = lifecycle.ErrConflict
 	ErrInvalidName    = lifecycle.ErrInvalidName
 	ErrLocked         = lifecycle.ErrLocked
+	ErrHeld           = lifecycle.ErrHeld
 )
 
 // Defaults.
@@ -178,4 +181,15 @@ func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...strin
 // documented in docs/FORMAT.md.
 func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
 	return n.ns.Purge(ctx, name, opts)
+}
+
+// PlaceHold puts a legal hold on a table: no purge deletes it, whatever its
+// TTL, until ReleaseHold. An existing hold is kept (ErrHeld).
+func (n *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, error) {
+	return n.ns.PlaceHold(ctx, name, reason)
+}
+
+// ReleaseHold lifts a table's legal hold (ErrNotFound when it has none).
+func (n *Namespace) ReleaseHold(ctx context.Context, name string) error {
+	return n.ns.ReleaseHold(ctx, name)
 }

@@ -39,11 +39,11 @@ func TestDropThenStatusJSON(t *testing.T) {
 				so := statusOptions{storeOptions: o, Output: "json", Names: []string{"orders", "live", "nope"}}
 				so.Now = at(tc.now)
 				require.NoError(t, runStatus(ctx, so, &out))
-				nulls := `"deleted_at_ms":null,"ttl_ms":null,"purge_after_ms":null,"due":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null`
+				nulls := `"deleted_at_ms":null,"ttl_ms":null,"purge_after_ms":null,"due":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null`
 				want := fmt.Sprintf(`[
 				{"name":"live","state":"exists",%s},
 				{"name":"nope","state":"not_found",%s},
-				{"name":"orders","state":"soft_deleted","deleted_at_ms":%d,"ttl_ms":%d,"purge_after_ms":%d,"due":%t,"problem":null,"lease_owner":null,"lease_expires_at_ms":null}
+				{"name":"orders","state":"soft_deleted","deleted_at_ms":%d,"ttl_ms":%d,"purge_after_ms":%d,"due":%t,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null}
 			]`, nulls, nulls, t0.UnixMilli(), ttl, t0.UnixMilli()+ttl, tc.due)
 				require.JSONEq(t, want, out.String())
 			})

@@ -113,6 +113,9 @@ func purgePass(ctx context.Context, ns *reaper.Namespace, log *slog.Logger, now 
 	for _, s := range plan.Invalid {
 		rep.fail(s.Name, invalidMessage(s))
 	}
+	for _, s := range plan.Held {
+		rep.skip(s.Name, "held: legal hold ("+s.Hold.Reason+"); 'reaper release' lifts it")
+	}
 	for _, s := range plan.Busy {
 		rep.skip(s.Name, "locked: "+leaseHolder(s.Lease))
 	}
@@ -165,6 +168,8 @@ func (r *purgeReport) purgeError(name string, err error) {
 		r.skip(name, "conflict: "+err.Error())
 	case errors.As(err, &le):
 		r.skip(name, "locked: "+leaseHolder(&le.Holder))
+	case errors.Is(err, reaper.ErrHeld):
+		r.skip(name, "held: "+err.Error())
 	case errors.Is(err, reaper.ErrLocked):
 		r.skip(name, "locked: "+err.Error())
 	default:

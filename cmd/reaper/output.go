@@ -37,6 +37,8 @@ type statusJSON struct {
 	Problem          *string `json:"problem"`
 	LeaseOwner       *string `json:"lease_owner"`
 	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
+	Held             bool    `json:"held"`
+	HoldReason       *string `json:"hold_reason"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -50,6 +52,9 @@ func toStatusJSON(s reaper.TableStatus, now time.Time) statusJSON {
 	}
 	if s.Problem != "" {
 		out.Problem = ptr(s.Problem)
+	}
+	if s.Hold != nil {
+		out.Held, out.HoldReason = true, ptr(s.Hold.Reason)
 	}
 	if s.Lease != nil {
 		out.LeaseOwner = ptr(s.Lease.Owner)
@@ -105,6 +110,8 @@ func statusNote(s reaper.TableStatus, now time.Time) string {
 	case s.State == reaper.StateInvalidMarker:
 		notes = append(notes, "never purged; fix the marker or remove it with 'reaper revive'")
 	case s.Marker == nil || s.FutureDated:
+	case s.Hold != nil:
+		notes = append(notes, "legal hold: "+s.Hold.Reason)
 	case s.Due(now):
 		notes = append(notes, "due")
 	default:

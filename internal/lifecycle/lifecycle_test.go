@@ -3,6 +3,9 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
 )
 
 const day = 24 * time.Hour
@@ -456,4 +460,37 @@ func (r *recorder) DeleteBatch(ctx context.Context, keys []string) error {
 		r.add("delete " + k)
 	}
 	return r.Store.DeleteBatch(ctx, keys)
+}
+
+// Dropped through reaper, then written by a process that ignores the lease
+// (LanceDB reviving by overwrite) a few seconds later: the object is newer
+// than the marker on the store's own clock, so the purge refuses it even
+// though deleted_at + skew allowance has not passed yet.
+func TestPurgeConflictAfterDropOnStoreClock(t *testing.T) {
+	dir := t.TempDir()
+	s, err := local.Open(dir)
+	require.NoError(t, err)
+	ctx := context.Background()
+	c := &clock{}
+	ns := newNS(t, s, c)
+	lanceTable(t, s, "t", 2)
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, filepath.WalkDir(filepath.Join(dir, "t.lance"), func(p string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		return os.Chtimes(p, old, old)
+	}))
+	_, err = ns.Drop(ctx, "t", 0)
+	require.NoError(t, err)
+	// The writer's manifest lands 3 s after the marker.
+	_, err = s.Put(ctx, "t.lance/_versions/4.manifest", []byte("revived"))
+	require.NoError(t, err)
+	later := time.Now().Add(3 * time.Second)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, "t.lance/_versions/4.manifest"), later, later))
+
+	c.Advance(8 * day)
+	before := snapshot(t, s)
+	_, err = ns.Purge(ctx, "t", PurgeOptions{})
+	require.ErrorIs(t, err, ErrConflict)
+	require.ErrorContains(t, err, "_versions/4.manifest")
+	require.Equal(t, before, snapshot(t, s))
 }

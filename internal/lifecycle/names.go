@@ -55,6 +55,7 @@ const (
 	entryTable
 	entryMarker
 	entryLock
+	entryHold
 )
 
 // classifyObject maps a root-level object key to a table name. Only the final
@@ -63,7 +64,7 @@ func classifyObject(key string) (string, entryKind) {
 	for _, s := range []struct {
 		suffix string
 		kind   entryKind
-	}{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}} {
+	}{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}} {
 		if name, ok := strings.CutSuffix(key, s.suffix); ok && ValidateName(name) == nil {
 			return name, s.kind
 		}

@@ -88,6 +88,13 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if !st.Due(now) {
 		return res, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
 	}
+	// A legal hold blocks the purge; it is checked again under the lease.
+	if h, err := ns.readHold(ctx, name); err != nil || h != nil {
+		if err != nil {
+			return res, fmt.Errorf("purge %q: %w", name, err)
+		}
+		return res, heldError(name, h)
+	}
 	fence := ns.fence(m, mobj)
 	log := ns.log.With("table", name)
 
@@ -120,6 +127,12 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	}
 	if mobj2.ETag != mobj.ETag || !bytes.Equal(body, body2) {
 		return res, &ConflictError{Name: name, Reason: "marker changed while taking the lock (revived and dropped again?); the next pass re-reads it"}
+	}
+	if h, err := ns.readHold(ctx, name); err != nil || h != nil {
+		if err != nil {
+			return res, fmt.Errorf("purge %q: %w", name, err)
+		}
+		return res, heldError(name, h)
 	}
 
 	// 3. Identity fence, collecting keys: manifests in memory, the rest

@@ -47,6 +47,8 @@ type TableStatus struct {
 	FutureDated bool
 	// Lease is the holder while a lease is held (purging, or a revive).
 	Lease *lock.Info
+	// Hold is set while a legal hold blocks purges of the table.
+	Hold *Hold
 }
 
 // Due reports whether the table may be purged at now.
@@ -57,7 +59,7 @@ func (s TableStatus) Due(now time.Time) bool {
 // rootEntry accumulates what the root listing says of one name; markers and
 // table dirs may arrive on different pages.
 type rootEntry struct {
-	data, marker, lease bool
+	data, marker, lease, hold bool
 	markerObj           objstore.Object
 }
 
@@ -112,10 +114,13 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 				continue
 			}
 			e := get(name)
-			if kind == entryMarker {
+			switch kind {
+			case entryMarker:
 				e.marker, e.markerObj = true, o
-			} else {
+			case entryLock:
 				e.lease = true
+			case entryHold:
+				e.hold = true
 			}
 		}
 		return nil
@@ -125,7 +130,7 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 	}
 	names := make([]string, 0, len(entries))
 	for n, e := range entries {
-		if e.data || e.marker || e.lease {
+		if e.data || e.marker || e.lease || e.hold {
 			names = append(names, n)
 		}
 	}
@@ -196,6 +201,13 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 			s.Lease = &lock.Info{Owner: "unreadable lease: " + err.Error()}
 		}
 	}
+	if e.hold {
+		h, err := ns.readHold(ctx, name)
+		if err != nil {
+			return s, err
+		}
+		s.Hold = h
+	}
 	if !e.marker {
 		s.State = dataState(e.data)
 		return s, nil
@@ -250,6 +262,8 @@ type Plan struct {
 	Invalid []TableStatus
 	// Busy are tables whose lease is held by another process.
 	Busy []TableStatus
+	// Held are soft-deleted tables under a legal hold: never purged.
+	Held []TableStatus
 	// Unpurgeable are names given to PlanPurge that have no marker: live
 	// (exists) or unknown (not_found).
 	Unpurgeable []TableStatus
@@ -283,6 +297,8 @@ func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...stri
 			if len(names) > 0 {
 				p.Unpurgeable = append(p.Unpurgeable, s)
 			}
+		case s.Hold != nil:
+			p.Held = append(p.Held, s)
 		case s.State == StatePurging:
 			p.Busy = append(p.Busy, s)
 		case s.Due(now):

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper"
+)
+
+// holdOptions are the flags and arguments of `reaper hold`.
+type holdOptions struct {
+	storeOptions
+	Reason string
+	Names  []string
+}
+
+func (o *holdOptions) register(fs *pflag.FlagSet) {
+	o.registerStore(fs)
+	fs.StringVar(&o.Reason, "reason", "", "why the tables are held (required), for example a case or ticket number")
+}
+
+func newHoldCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	var o holdOptions
+	cmd := &cobra.Command{
+		Use:   "hold --root URI --reason TEXT NAME...",
+		Short: "Place a legal hold: the tables are never purged until released",
+		Long: `Place a legal hold on each named table by writing <name>.reaper-hold
+beside it. While the hold exists no purge deletes the table, whatever its
+TTL; status shows it and purge reports it as held. An existing hold is kept
+as it is. Lift it with 'reaper release'.
+
+Exit status: 0 when every name was held, 1 when any failed, 2 on usage errors.`,
+		Args: requireNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.globalOptions, o.Names = *g, args
+			return runHold(cmd.Context(), o, stdout)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
+	if o.Reason == "" {
+		return usagef("hold: --reason is required: say why the tables are held (a case or ticket number)")
+	}
+	if err := validateNames(o.Names); err != nil {
+		return err
+	}
+	ns, _, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, name := range o.Names {
+		if _, err := ns.PlaceHold(ctx, name, o.Reason); err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s: not held: %s%s\n", name, err, notFoundHint(name, err))
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: held (%s): no purge deletes it until 'reaper release'\n", name, o.Reason)
+	}
+	if failed > 0 {
+		return &failedError{op: "hold", failed: failed, all: len(o.Names)}
+	}
+	return nil
+}
+
+// releaseOptions are the flags and arguments of `reaper release`.
+type releaseOptions struct {
+	storeOptions
+	Names []string
+}
+
+func newReleaseCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	var o releaseOptions
+	cmd := &cobra.Command{
+		Use:   "release --root URI NAME...",
+		Short: "Lift legal holds placed with 'reaper hold'",
+		Long: `Remove <name>.reaper-hold for each named table. A soft-deleted table whose
+TTL has passed becomes purgeable again at the next pass.
+
+Exit status: 0 when every hold was lifted, 1 when any failed, 2 on usage errors.`,
+		Args: requireNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.globalOptions, o.Names = *g, args
+			return runRelease(cmd.Context(), o, stdout)
+		},
+	}
+	o.registerStore(cmd.Flags())
+	return cmd
+}
+
+func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
+	if err := validateNames(o.Names); err != nil {
+		return err
+	}
+	ns, _, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, name := range o.Names {
+		if err := ns.ReleaseHold(ctx, name); err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s: not released: %s\n", name, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: hold released\n", name)
+	}
+	if failed > 0 {
+		return &failedError{op: "release", failed: failed, all: len(o.Names)}
+	}
+	return nil
+}
+
+func notFoundHint(name string, err error) string {
+	if errors.Is(err, reaper.ErrNotFound) {
+		return lanceSuffixHint(name)
+	}
+	return ""
+}
