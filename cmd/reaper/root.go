@@ -104,6 +104,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newReviveCmd(g, stdout),
 		newStatusCmd(g, stdout),
 		newPurgeCmd(g, stdout),
+		newHoldCmd(g, stdout),
+		newReleaseCmd(g, stdout),
 		newDemoCmd(g, stdout),
 		newVersionCmd(stdout),
 	)

@@ -60,7 +60,7 @@ func (s TableStatus) Due(now time.Time) bool {
 // table dirs may arrive on different pages.
 type rootEntry struct {
 	data, marker, lease, hold bool
-	markerObj           objstore.Object
+	markerObj                 objstore.Object
 }
 
 // List returns every name of the root with its state, sorted by name, from
