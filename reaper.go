@@ -70,6 +70,7 @@ const (
 	OutcomePurged       = lifecycle.OutcomePurged
 	OutcomeOrphanMarker = lifecycle.OutcomeOrphanMarker
 	OutcomeDryRun       = lifecycle.OutcomeDryRun
+	OutcomePartial      = lifecycle.OutcomePartial
 )
 
 // Sentinel errors.

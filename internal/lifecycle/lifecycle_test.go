@@ -494,3 +494,39 @@ func TestPurgeConflictAfterDropOnStoreClock(t *testing.T) {
 	require.ErrorContains(t, err, "_versions/4.manifest")
 	require.Equal(t, before, snapshot(t, s))
 }
+
+// A budget stops a purge with its marker in place; the next purge continues
+// and, with deletes in flight concurrently, still deletes manifests first.
+func TestPurgeBudgetContinuesNextTime(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		rec := &recorder{Store: s}
+		ns := newNS(t, rec, c)
+		n := lanceTable(t, s, "big", 1300)
+		_, err := ns.Drop(ctx, "big", time.Second)
+		require.NoError(t, err)
+		c.Advance(time.Second)
+		opts := PurgeOptions{MaxObjects: 500, DeleteConcurrency: 3}
+		res, err := ns.Purge(ctx, "big", opts)
+		require.NoError(t, err)
+		require.Equal(t, OutcomePartial, res.Outcome)
+		require.Less(t, res.Objects, int64(n))
+		require.GreaterOrEqual(t, res.Objects, int64(500))
+		require.Equal(t, StateSoftDeleted, statusOf(t, ns, "big").State, "marker kept, lease released")
+		for _, op := range rec.ops()[:4] {
+			if k, ok := strings.CutPrefix(op, "delete "); ok {
+				require.True(t, isManifest(strings.TrimPrefix(k, "big.lance/")), "first deletes are manifests: %s", k)
+			}
+		}
+		total := res.Objects
+		for i := 0; i < 5 && res.Outcome != OutcomePurged; i++ {
+			res, err = ns.Purge(ctx, "big", opts)
+			require.NoError(t, err)
+			total += res.Objects
+		}
+		require.Equal(t, OutcomePurged, res.Outcome)
+		require.Equal(t, int64(n), total)
+		require.Empty(t, snapshot(t, s))
+	})
+}

@@ -22,6 +22,9 @@ const (
 	OutcomeOrphanMarker Outcome = "orphan_marker_removed"
 	// OutcomeDryRun: nothing was deleted; Objects and Bytes are what would be.
 	OutcomeDryRun Outcome = "dry_run"
+	// OutcomePartial: the object budget ran out; the marker stays and the next
+	// purge continues where this one stopped.
+	OutcomePartial Outcome = "partial"
 )
 
 // PurgeOptions tune one purge.
@@ -30,8 +33,14 @@ type PurgeOptions struct {
 	// takes no lease.
 	DryRun bool
 	// Progress, when set, is called after each delete batch with the running
-	// totals.
+	// totals (from several goroutines when DeleteConcurrency > 1).
 	Progress func(objects, bytes int64)
+	// DeleteConcurrency is how many delete batches are in flight (default 1).
+	DeleteConcurrency int
+	// MaxObjects stops the purge after about this many objects (whole
+	// batches), leaving the marker so the next purge continues: one huge
+	// table cannot hold a pass forever. 0 = no limit.
+	MaxObjects int64
 }
 
 // PurgeResult reports one purge.
@@ -162,30 +171,24 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	}
 
 	// 4-5. Manifests first, then the rest.
-	del := func(batch []keyEntry) error {
-		if err := lease.Check(); err != nil {
-			return fmt.Errorf("purge %q: stopped before a delete: %w", name, err)
-		}
-		keys := make([]string, len(batch))
-		var size int64
-		for i, e := range batch {
-			keys[i] = e.key
-			size += e.size
-		}
-		if err := ns.store.DeleteBatch(ctx, keys); err != nil {
-			return fmt.Errorf("purge %q: delete objects: %w", name, err)
-		}
-		res.Objects += int64(len(batch))
-		res.Bytes += size
-		if opts.Progress != nil {
-			opts.Progress(res.Objects, res.Bytes)
-		}
-		return nil
+	d := newBatchDeleter(ctx, ns.store, lease, name, opts)
+	err = manifests.each(objstore.MaxBatchDelete, d.submit)
+	if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {
+		err = werr // the manifests finish before anything else goes
 	}
-	if err := manifests.each(objstore.MaxBatchDelete, del); err != nil {
-		return res, err
+	if err == nil {
+		err = rest.each(objstore.MaxBatchDelete, d.submit)
+		if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {
+			err = werr
+		}
 	}
-	if err := rest.each(objstore.MaxBatchDelete, del); err != nil {
+	res.Objects, res.Bytes = d.totals()
+	if errors.Is(err, errBudget) {
+		res.Outcome = OutcomePartial
+		log.Info("purge paused at its object budget; the next pass continues", "objects", res.Objects, "bytes", res.Bytes)
+		return res, nil
+	}
+	if err != nil {
 		return res, err
 	}
 

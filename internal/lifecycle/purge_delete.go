@@ -1,0 +1,114 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// errBudget stops a purge that reached its object budget; the marker stays
+// and the next pass continues where this one stopped.
+var errBudget = errors.New("object budget reached")
+
+// batchDeleter sends delete batches with bounded concurrency, checking the
+// lease before each one, and stops submitting at the first error or when the
+// object budget is spent.
+type batchDeleter struct {
+	ctx      context.Context
+	store    objstore.Store
+	lease    *lock.Lease
+	name     string
+	budget   int64 // 0 = unlimited
+	progress func(objects, bytes int64)
+
+	sem       chan struct{}
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	submitted int64
+	objects   int64
+	bytes     int64
+	err       error
+}
+
+func newBatchDeleter(ctx context.Context, store objstore.Store, lease *lock.Lease, name string, opts PurgeOptions) *batchDeleter {
+	return &batchDeleter{
+		ctx: ctx, store: store, lease: lease, name: name,
+		budget: opts.MaxObjects, progress: opts.Progress,
+		sem: make(chan struct{}, max(1, opts.DeleteConcurrency)),
+	}
+}
+
+// submit queues one batch (copied: the spill reuses its slice).
+func (d *batchDeleter) submit(batch []keyEntry) error {
+	d.mu.Lock()
+	err := d.err
+	if err == nil && d.budget > 0 && d.submitted >= d.budget {
+		err = errBudget
+	}
+	d.submitted += int64(len(batch))
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := d.lease.Check(); err != nil {
+		return d.fail(fmt.Errorf("purge %q: stopped before a delete: %w", d.name, err))
+	}
+	keys := make([]string, len(batch))
+	var size int64
+	for i, e := range batch {
+		keys[i] = e.key
+		size += e.size
+	}
+	select {
+	case d.sem <- struct{}{}:
+	case <-d.ctx.Done():
+		return d.fail(fmt.Errorf("purge %q: %w", d.name, context.Cause(d.ctx)))
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer func() { <-d.sem }()
+		if err := d.store.DeleteBatch(d.ctx, keys); err != nil {
+			d.fail(fmt.Errorf("purge %q: delete objects: %w", d.name, err))
+			return
+		}
+		d.mu.Lock()
+		d.objects += int64(len(keys))
+		d.bytes += size
+		o, b := d.objects, d.bytes
+		d.mu.Unlock()
+		if d.progress != nil {
+			d.progress(o, b)
+		}
+	}()
+	return nil
+}
+
+func (d *batchDeleter) fail(err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err == nil {
+		d.err = err
+	}
+	return d.err
+}
+
+// wait blocks until every submitted batch finished and returns the first
+// error.
+func (d *batchDeleter) wait() error {
+	d.wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// totals returns what was deleted so far.
+func (d *batchDeleter) totals() (objects, bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.objects, d.bytes
+}
