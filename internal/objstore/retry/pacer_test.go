@@ -1,0 +1,144 @@
+package retry
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+func fakePacer(rps float64, clk *fakeTime) *Pacer {
+	p := NewPacer(rps)
+	p.Now, p.Sleep = clk.Now, clk.Sleep
+	return p
+}
+
+func TestPacerLimits(t *testing.T) {
+	clk := newFakeTime()
+	p := fakePacer(10, clk) // burst 1: one request per 100ms
+	for range 3 {
+		require.NoError(t, p.Wait(t.Context()))
+	}
+	require.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}, clk.Waits())
+}
+
+func TestPacerUnlimited(t *testing.T) {
+	clk := newFakeTime()
+	p := fakePacer(0, clk)
+	for range 100 {
+		require.NoError(t, p.Wait(t.Context()))
+	}
+	require.Empty(t, clk.Waits())
+	require.Zero(t, p.Rate(), "unlimited")
+}
+
+func TestPacerHalvesAndRecovers(t *testing.T) {
+	clk := newFakeTime()
+	p := fakePacer(100, clk)
+	p.Floor = 10
+
+	p.Throttled()
+	require.Equal(t, 50.0, p.Rate())
+	p.Throttled()
+	require.Equal(t, 50.0, p.Rate(), "a burst of throttles within the cooldown halves once")
+	clk.Advance(time.Second)
+	p.Throttled()
+	require.Equal(t, 25.0, p.Rate())
+	clk.Advance(time.Second)
+	p.Throttled()
+	require.Equal(t, 12.5, p.Rate())
+	clk.Advance(time.Second)
+	p.Throttled()
+	require.Equal(t, 10.0, p.Rate(), "never below the floor")
+
+	p.Succeeded()
+	require.Equal(t, 10.0, p.Rate(), "recovery waits RecoverEvery after a halving")
+	want := []float64{20, 30, 40, 50, 60, 70, 80, 90, 100, 100}
+	for _, w := range want {
+		clk.Advance(time.Second)
+		p.Succeeded()
+		p.Succeeded() // at most one step per interval
+		require.Equal(t, w, p.Rate(), "additive recovery up to the configured rate")
+	}
+}
+
+func TestPacerThrottledWhileUnlimited(t *testing.T) {
+	clk := newFakeTime()
+	p := fakePacer(0, clk)
+	for range 200 { // 200 requests within one second
+		require.NoError(t, p.Wait(t.Context()))
+	}
+	clk.Advance(500 * time.Millisecond)
+	p.Throttled()
+	require.Equal(t, 100.0, p.Rate(), "half the observed rate")
+
+	for range 3 {
+		clk.Advance(time.Second)
+		p.Succeeded()
+	}
+	require.Equal(t, 160.0, p.Rate(), "recovering by a tenth of the observed rate per second")
+	for range 2 {
+		clk.Advance(time.Second)
+		p.Succeeded()
+	}
+	require.Zero(t, p.Rate(), "back to unlimited")
+}
+
+func TestPacerWaitCancelled(t *testing.T) {
+	p := NewPacer(1)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, p.Wait(ctx), context.Canceled)
+
+	clk := newFakeTime()
+	p = fakePacer(1, clk)
+	require.NoError(t, p.Wait(t.Context()))
+	p.Sleep = func(context.Context, time.Duration) error { return context.Canceled }
+	require.ErrorIs(t, p.Wait(t.Context()), context.Canceled)
+	p.Sleep = clk.Sleep
+	require.NoError(t, p.Wait(t.Context()))
+	require.Equal(t, []time.Duration{time.Second}, clk.Waits(), "the cancelled wait gave its slot back")
+}
+
+func TestStoreThrottlesPacer(t *testing.T) {
+	clk := newFakeTime()
+	p := fakePacer(100, clk)
+	opts := testOptions(clk)
+	opts.Pacer = p
+	s := Wrap(newFlaky(objstore.NewMemory(), 1), opts)
+	_, err := s.Put(t.Context(), "k", []byte("v"))
+	require.NoError(t, err)
+	require.Equal(t, 50.0, p.Rate(), "a transient failure halves the shared rate")
+}
+
+func TestLockKeysBypassPacer(t *testing.T) {
+	require.True(t, IsLockKey("root/t.reaper-lock"))
+	require.False(t, IsLockKey("root/t.lance/data/x.reaper-lock/y"))
+
+	clk := newFakeTime()
+	p := fakePacer(1, clk)
+	opts := testOptions(clk)
+	opts.Pacer = p
+	s := Wrap(newFlaky(objstore.NewMemory(), 0), opts)
+	ctx := t.Context()
+
+	_, err := s.Put(ctx, "bulk", []byte("x")) // takes the only token
+	require.NoError(t, err)
+	require.Empty(t, clk.Waits())
+
+	obj, err := s.PutIfAbsent(ctx, "t.reaper-lock", []byte("lease"))
+	require.NoError(t, err)
+	obj, err = s.PutIfMatch(ctx, "t.reaper-lock", []byte("renewed"), obj.ETag)
+	require.NoError(t, err)
+	_, _, err = s.Get(ctx, "t.reaper-lock")
+	require.NoError(t, err)
+	require.NoError(t, s.DeleteIfMatch(ctx, "t.reaper-lock", obj.ETag))
+	require.Empty(t, clk.Waits(), "lock traffic never waits on the pacer")
+
+	_, err = s.Put(ctx, "bulk", []byte("y"))
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{time.Second}, clk.Waits(), "bulk traffic waits")
+}

@@ -1,0 +1,31 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFakeClock(t *testing.T) {
+	c := NewFakeClock(t0)
+	a := c.NewTimer(2 * time.Second)
+	b := c.NewTimer(time.Second)
+	stopped := c.NewTimer(time.Second)
+	require.Equal(t, 3, c.Pending())
+	require.True(t, stopped.Stop())
+	require.False(t, stopped.Stop())
+	require.NoError(t, c.WaitForTimers(t.Context(), 2))
+
+	c.Advance(time.Second)
+	require.Equal(t, t0.Add(time.Second), <-b.C())
+	require.Empty(t, a.C())
+	c.Advance(5 * time.Second)
+	require.Equal(t, t0.Add(2*time.Second), <-a.C(), "fires with its deadline")
+	require.False(t, a.Stop(), "already fired")
+	require.Empty(t, stopped.C())
+	require.Zero(t, c.Pending())
+
+	now := c.NewTimer(0)
+	require.Equal(t, t0.Add(6*time.Second), <-now.C(), "a zero timer fires at once")
+}
