@@ -267,6 +267,9 @@ type Plan struct {
 	// Unpurgeable are names given to PlanPurge that have no marker: live
 	// (exists) or unknown (not_found).
 	Unpurgeable []TableStatus
+	// Live are tables with data and no marker (they count toward the
+	// blast-radius percentage).
+	Live []TableStatus
 }
 
 // ListPurgeable returns the soft-deleted tables with now >= deleted_at +
@@ -294,6 +297,9 @@ func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...stri
 		case s.State == StateInvalidMarker || s.FutureDated:
 			p.Invalid = append(p.Invalid, s)
 		case s.Marker == nil:
+			if s.State == StateExists {
+				p.Live = append(p.Live, s)
+			}
 			if len(names) > 0 {
 				p.Unpurgeable = append(p.Unpurgeable, s)
 			}

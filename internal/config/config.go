@@ -1,0 +1,144 @@
+// Package config is reaper's configuration: the YAML file (strictly decoded,
+// unknown keys rejected), REAPER_* environment variables and command-line
+// flags, merged with the precedence flags > env > file > defaults, then
+// validated with errors that name the key, the bad value and the fix.
+package config
+
+import "time"
+
+// Config is the whole configuration. Every field has a yaml key; the example
+// config/reaper.yaml documents every key and a test keeps the two in step.
+type Config struct {
+	// Schedule is a standard 5-field cron spec or a descriptor such as
+	// "@every 10m" or "@hourly" (robfig/cron/v3 syntax).
+	Schedule string `yaml:"schedule"`
+	// Jitter delays each scheduled pass by a random duration in [0, Jitter).
+	Jitter Duration `yaml:"jitter"`
+	// Listen is the HTTP address for /metrics, /healthz and /readyz ("" = off).
+	Listen string `yaml:"listen"`
+	// ShutdownGrace is how long a SIGTERM waits for the table in flight.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// DryRun plans and reports every pass but deletes nothing.
+	DryRun bool `yaml:"dry_run"`
+	// Paused stops purges on every root (status still works).
+	Paused bool `yaml:"paused"`
+
+	Log      Log      `yaml:"log"`
+	Defaults Defaults `yaml:"defaults"`
+	// Roots are database roots, each with its storage options.
+	Roots []Root `yaml:"roots"`
+	// Discover patterns are expanded at every pass to each child that is a
+	// V1 database root (it holds at least one *.lance/ or *.deleted entry).
+	Discover []Root  `yaml:"discover"`
+	Shard    Shard   `yaml:"shard"`
+	Limits   Limits  `yaml:"limits"`
+	Safety   Safety  `yaml:"safety"`
+	Metrics  Metrics `yaml:"metrics"`
+	Audit    Audit   `yaml:"audit"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Format string `yaml:"format"` // "json" or "text"
+	Level  string `yaml:"level"`  // debug, info, warn, error
+}
+
+// Defaults of the soft-delete protocol.
+type Defaults struct {
+	// TTL for markers without ttl_ms (and for reaper drop without --ttl).
+	TTL Duration `yaml:"ttl"`
+	// SkewAllowance for future-dated markers and the identity fence.
+	SkewAllowance Duration `yaml:"skew_allowance"`
+	// LeaseTTL is the lifecycle lease length.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+}
+
+// Root is one database root or discovery pattern.
+type Root struct {
+	// URI: /abs/path, file:///abs/path or s3://bucket/prefix; in Discover,
+	// the last path segment may be "*" (s3://bucket/tenants/*/, /data/*/).
+	URI string `yaml:"uri"`
+	// StorageOptions are Lance's names (aws_endpoint, aws_region, ...).
+	StorageOptions map[string]string `yaml:"storage_options"`
+}
+
+// Shard assigns roots to one of several replicas by stable hashing.
+type Shard struct {
+	// Index in [0, Count). Kubernetes Indexed Jobs set JOB_COMPLETION_INDEX,
+	// which is used when Index is not set explicitly.
+	Index int `yaml:"index"`
+	// Count of replicas; 0 or 1 means no sharding.
+	Count int `yaml:"count"`
+
+	// indexSet records that Index came from the file, env or a flag, so
+	// JOB_COMPLETION_INDEX does not override it.
+	indexSet bool
+}
+
+// Limits bound a pass.
+type Limits struct {
+	// TableConcurrency is how many tables are purged in parallel.
+	TableConcurrency int `yaml:"table_concurrency"`
+	// DeleteConcurrency is how many delete requests are in flight per table.
+	DeleteConcurrency int `yaml:"delete_concurrency"`
+	// RequestsPerSecond caps object-store requests per pass (0 = unlimited).
+	RequestsPerSecond float64 `yaml:"requests_per_second"`
+	// MaxTablesPerPass, MaxObjectsPerPass and MaxPassDuration stop a pass
+	// early (0 = unlimited); what is left is picked up by the next pass.
+	MaxTablesPerPass  int      `yaml:"max_tables_per_pass"`
+	MaxObjectsPerPass int64    `yaml:"max_objects_per_pass"`
+	MaxPassDuration   Duration `yaml:"max_pass_duration"`
+	// MaxObjectsPerTable pauses one table's purge after about this many
+	// objects per pass (0 = unlimited); it continues at the next pass, so a
+	// huge table cannot starve the others.
+	MaxObjectsPerTable int64 `yaml:"max_objects_per_table"`
+	// RetryMaxElapsed caps retries of one request on 503/429/500.
+	RetryMaxElapsed Duration `yaml:"retry_max_elapsed"`
+}
+
+// Safety rails.
+type Safety struct {
+	// MinTTL is the TTL floor: markers whose ttl is below it are not purged
+	// unless AllowShortTTL is set.
+	MinTTL        Duration `yaml:"min_ttl"`
+	AllowShortTTL bool     `yaml:"allow_short_ttl"`
+	// BlastRadiusMaxTables and BlastRadiusMaxPercent refuse a root when more
+	// of its tables are due in one pass (0 = no cap); ConfirmBlastRadius lets
+	// an operator confirm one such pass.
+	BlastRadiusMaxTables  int     `yaml:"blast_radius_max_tables"`
+	BlastRadiusMaxPercent float64 `yaml:"blast_radius_max_percent"`
+	// BlastRadiusMinTables: the percentage cap applies only to roots with at
+	// least this many tables, so a small root is not refused for dropping
+	// two of its three tables.
+	BlastRadiusMinTables int  `yaml:"blast_radius_min_tables"`
+	ConfirmBlastRadius   bool `yaml:"confirm_blast_radius"`
+	// RetentionEnabled false runs every pass but never deletes (shadow
+	// rollout next to dry_run).
+	RetentionEnabled *bool `yaml:"retention_enabled"`
+}
+
+// Metrics export.
+type Metrics struct {
+	// PerRootLabels adds a root label to per-root series; switch it off for
+	// thousands of roots.
+	PerRootLabels *bool `yaml:"per_root_labels"`
+	// Pushgateway URL for one-shot passes ("" = off).
+	Pushgateway string `yaml:"pushgateway"`
+	// Textfile path for the node-exporter textfile collector ("" = off).
+	Textfile string `yaml:"textfile"`
+}
+
+// Audit is the Parquet ledger, one file per pass.
+type Audit struct {
+	// Location is a local directory or an s3:// prefix ("" = off); never
+	// inside a table directory.
+	Location       string            `yaml:"location"`
+	StorageOptions map[string]string `yaml:"storage_options"`
+}
+
+// Duration is a time.Duration that YAML and env values write as Go
+// durations ("90s", "1h30m") or with a day suffix ("7d", "1d12h").
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -1,0 +1,41 @@
+package config
+
+import "time"
+
+// Default returns the built-in configuration every file, env variable and
+// flag overrides. It has no roots: a purge pass needs at least one root or
+// discover pattern (ValidateForPass).
+func Default() Config {
+	return Config{
+		Schedule:      "@every 10m",
+		Jitter:        0,
+		Listen:        ":9090",
+		ShutdownGrace: Duration(30 * time.Second),
+		Log:           Log{Format: "json", Level: "info"},
+		Defaults: Defaults{
+			TTL:           Duration(7 * day),
+			SkewAllowance: Duration(5 * time.Minute),
+			LeaseTTL:      Duration(30 * time.Second),
+		},
+		Limits: Limits{
+			TableConcurrency:  4,
+			DeleteConcurrency: 4,
+			RequestsPerSecond: 0, // unlimited
+			RetryMaxElapsed:   Duration(2 * time.Minute),
+		},
+		Safety: Safety{
+			MinTTL:        Duration(time.Hour),
+			AllowShortTTL: false,
+			// 0 tables = no cap on the count; 50 percent: a pass refuses a
+			// root when more than half of its tables are due at once.
+			BlastRadiusMaxTables:  0,
+			BlastRadiusMaxPercent: 50,
+			// The percentage applies to roots of 10 tables or more.
+			BlastRadiusMinTables: 10,
+			RetentionEnabled:     boolPtr(true),
+		},
+		Metrics: Metrics{PerRootLabels: boolPtr(true)},
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }

@@ -1,0 +1,139 @@
+package roots
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// OpenFunc opens the store of a root URI with its storage options
+// (all.Open in production).
+type OpenFunc func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error)
+
+// errStop ends a listing after its first page.
+var errStop = errors.New("stop listing")
+
+// Expand returns the configured roots plus the roots found by each discover
+// pattern, deduplicated by canonical URI (objstore.Location.String, e.g.
+// "file:///data/db", "s3://bucket/db") and sorted by it. Returned URIs are
+// canonical. A configured root wins over a discovered one with the same
+// URI; discovered roots carry their pattern's storage options.
+//
+// A pattern is expanded by opening its parent (the URI without the trailing
+// "*/"), listing one level, and keeping each child that holds, on the first
+// page of its own listing, a "<name>.lance/" prefix or a "<name>.deleted"
+// object.
+//
+// Errors are partial: a pattern (or child) that cannot be opened or listed
+// is skipped and its error, naming the pattern, is joined into the returned
+// error, while every other root is still returned. The caller logs the
+// error and carries on with the roots. A configured root that does not
+// parse is an error of the same kind (Validate reports it first). Only a
+// cancelled ctx returns no roots.
+func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]config.Root, error) {
+	byURI := map[string]config.Root{}
+	var errs []error
+	for _, r := range cfg.Roots {
+		loc, err := objstore.ParseLocation(r.URI)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("root %q: %w", r.URI, err))
+			continue
+		}
+		if _, dup := byURI[loc.String()]; !dup {
+			byURI[loc.String()] = config.Root{URI: loc.String(), StorageOptions: r.StorageOptions}
+		}
+	}
+	for _, p := range cfg.Discover {
+		found, err := discover(ctx, p, open)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, r := range found {
+			if _, dup := byURI[r.URI]; !dup {
+				byURI[r.URI] = r
+			}
+		}
+	}
+	out := make([]config.Root, 0, len(byURI))
+	for _, r := range byURI {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b config.Root) int { return cmp.Compare(a.URI, b.URI) })
+	return out, errors.Join(errs...)
+}
+
+// discover expands one pattern; it returns what it found even on error.
+func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root, error) {
+	parent, err := config.DiscoverParent(p.URI)
+	if err != nil {
+		return nil, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("discover %s: %w", p.URI, err) }
+	st, err := open(ctx, parent.String(), p.StorageOptions)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var children []string
+	err = st.List(ctx, "", func(pg objstore.Page) error {
+		children = append(children, pg.Prefixes...)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(fmt.Errorf("list %s: %w", parent, err))
+	}
+	var found []config.Root
+	var errs []error
+	for _, child := range children {
+		ok, err := isDatabase(ctx, st, child)
+		if err != nil {
+			if ctx.Err() != nil {
+				return found, ctx.Err()
+			}
+			errs = append(errs, wrap(fmt.Errorf("list %s: %w", childLocation(parent, child), err)))
+			continue
+		}
+		if ok {
+			found = append(found, config.Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions})
+		}
+	}
+	return found, errors.Join(errs...)
+}
+
+// isDatabase reports whether the first listing page under prefix holds a
+// table directory or a soft-delete marker.
+func isDatabase(ctx context.Context, st objstore.Store, prefix string) (bool, error) {
+	var ok bool
+	err := st.List(ctx, prefix, func(pg objstore.Page) error {
+		ok = slices.ContainsFunc(pg.Prefixes, func(p string) bool { return strings.HasSuffix(p, ".lance/") }) ||
+			slices.ContainsFunc(pg.Objects, func(o objstore.Object) bool { return strings.HasSuffix(o.Key, ".deleted") })
+		return errStop // one page is enough
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return ok, err
+}
+
+// childLocation is the location of a child prefix ("tenant-a/") of parent.
+func childLocation(parent objstore.Location, child string) objstore.Location {
+	name := strings.TrimSuffix(child, "/")
+	switch parent.Scheme {
+	case objstore.SchemeS3:
+		if parent.Prefix != "" {
+			name = parent.Prefix + "/" + name
+		}
+		parent.Prefix = name
+	default:
+		parent.Path = strings.TrimSuffix(parent.Path, "/") + "/" + name
+	}
+	return parent
+}

@@ -1,0 +1,9 @@
+package roots_test
+
+import (
+	"testing"
+
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+)
+
+func TestMain(m *testing.M) { objstoretest.Main(m) }

@@ -1,0 +1,141 @@
+package worker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+)
+
+// Report is the outcome of one pass.
+type Report struct {
+	PassID      string
+	Started     time.Time
+	Finished    time.Time
+	DryRun      bool
+	Roots       []*RootReport
+	Interrupted bool
+	DeadlineHit bool
+	// RootErrors are discovery problems that did not stop the pass.
+	RootErrors []string
+	Err        error
+
+	mu sync.Mutex
+}
+
+// RootReport is one root's part of a pass.
+type RootReport struct {
+	Root      string
+	Started   time.Time
+	Finished  time.Time
+	Plan      PlanSummary
+	Refused   string // ReasonPaused or ReasonBlastRadius when nothing was purged
+	Decisions []Decision
+	Err       error
+}
+
+// PlanSummary counts a root's tables by state at planning time.
+type PlanSummary struct {
+	Tables        int // names with data or a marker
+	Live          int
+	SoftDeleted   int
+	Due           int
+	Overdue       int // due for more than OverdueAfter
+	OrphanMarker  int
+	InvalidMarker int
+	Held          int
+	// OldestDue is the purge_after of the oldest due table (zero if none).
+	OldestDue time.Time
+}
+
+// OverdueAfter: a table still not purged this long after it became due is
+// overdue (a backlog signal for alerts).
+const OverdueAfter = 24 * time.Hour
+
+func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
+	var s PlanSummary
+	count := func(st lifecycle.TableStatus) {
+		s.Tables++
+		switch st.State {
+		case lifecycle.StateExists:
+			s.Live++
+		case lifecycle.StateOrphanMarker:
+			s.OrphanMarker++
+		case lifecycle.StateInvalidMarker:
+			s.InvalidMarker++
+		default:
+			s.SoftDeleted++
+		}
+	}
+	for _, l := range [][]lifecycle.TableStatus{p.NotDue, p.Invalid, p.Busy, p.Held, p.Due, p.Live} {
+		for _, st := range l {
+			count(st)
+		}
+	}
+	s.Held = len(p.Held)
+	s.Due = len(p.Due)
+	for _, st := range p.Due {
+		if s.OldestDue.IsZero() || st.PurgeAfter.Before(s.OldestDue) {
+			s.OldestDue = st.PurgeAfter
+		}
+		if now.Sub(st.PurgeAfter) > OverdueAfter {
+			s.Overdue++
+		}
+	}
+	return s
+}
+
+// Totals adds up a pass.
+type Totals struct {
+	Purged, Skipped, Failed, Conflicts, Held, Refused, DryRun int
+	Objects, Bytes                                            int64
+	RootErrors                                                int
+}
+
+// Totals counts the decisions of every root.
+func (r *Report) Totals() Totals {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t Totals
+	for _, rr := range r.Roots {
+		if rr.Err != nil {
+			t.RootErrors++
+		}
+		for _, d := range rr.Decisions {
+			t.Objects += d.Objects
+			t.Bytes += d.Bytes
+			switch d.Action {
+			case ActionPurged:
+				t.Purged++
+			case ActionDryRun:
+				t.DryRun++
+			case ActionFailed:
+				t.Failed++
+			case ActionConflict:
+				t.Conflicts++
+			case ActionHeld:
+				t.Held++
+			case ActionRefused:
+				t.Refused++
+			default:
+				t.Skipped++
+			}
+		}
+	}
+	return t
+}
+
+// Result is the pass's label for reaper_passes_total: success, partial
+// (some table or root failed), failed (every root failed) or interrupted.
+func (r *Report) Result() string {
+	t := r.Totals()
+	switch {
+	case r.Err != nil || (len(r.Roots) > 0 && t.RootErrors == len(r.Roots)):
+		return "failed"
+	case r.Interrupted:
+		return "interrupted"
+	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0:
+		return "partial"
+	}
+	return "success"
+}

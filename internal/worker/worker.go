@@ -1,0 +1,358 @@
+// Package worker runs purge passes: every configured root (discovered and
+// sharded by the caller), each planned once, the safety rails applied, the
+// due tables purged oldest first with bounded concurrency, and every
+// decision handed to an Observer (metrics, the audit ledger, logs). The CLI's
+// one-shot purge and the daemon's scheduled passes are the same code.
+package worker
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// PauseKey is the per-root pause switch: while <root>/_reaper/PAUSE exists,
+// passes purge nothing on that root (status still works).
+const PauseKey = "_reaper/PAUSE"
+
+// Worker runs passes. Config, Open and Roots are required.
+type Worker struct {
+	Config config.Config
+	// Open opens one root's store with the wrappers the caller composes
+	// (metrics, retries, tracing).
+	Open func(ctx context.Context, root config.Root) (objstore.Store, error)
+	// Roots returns the roots of this pass (expanded and sharded).
+	Roots func(ctx context.Context) ([]config.Root, error)
+	// Observer receives the pass's events; nil ignores them.
+	Observer Observer
+	Logger   *slog.Logger
+	Tracer   trace.Tracer
+	Now      func() time.Time
+	// Owner names this process in leases and the ledger.
+	Owner string
+	// Version of reaper, for the ledger.
+	Version string
+	// ProgressEvery is how often a long purge logs its progress (default 10s).
+	ProgressEvery time.Duration
+}
+
+// Pass runs one pass. draining reports whether shutdown has begun: no new
+// table starts then, and the tables in flight finish. The error is for the
+// pass as a whole (no roots could be had); per-root and per-table failures
+// are in the report.
+func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error) {
+	now := w.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := cmp.Or(w.Logger, slog.Default())
+	tracer := w.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider().Tracer("reaper")
+	}
+	if draining == nil {
+		draining = func() bool { return false }
+	}
+	rep := &Report{PassID: newPassID(now()), Started: now(), DryRun: w.dryRun()}
+	log = log.With("pass_id", rep.PassID)
+	ctx, span := tracer.Start(ctx, "reaper.pass", trace.WithAttributes(
+		attribute.String("reaper.pass_id", rep.PassID), attribute.Bool("reaper.dry_run", rep.DryRun)))
+	defer span.End()
+	if d := w.Config.Limits.MaxPassDuration.D(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, errPassDeadline)
+		defer cancel()
+	}
+	obs := w.observer()
+	obs.PassStarted(rep)
+	roots, err := w.Roots(ctx)
+	if err != nil && len(roots) == 0 {
+		rep.Finished = now()
+		rep.Err = fmt.Errorf("list roots: %w", err)
+		obs.PassFinished(rep)
+		return rep, rep.Err
+	}
+	if err != nil {
+		// Some discovery patterns failed; the others still run.
+		log.Error("root discovery incomplete", "err", err)
+		rep.RootErrors = append(rep.RootErrors, err.Error())
+	}
+	log.Info("pass started", "roots", len(roots), "dry_run", rep.DryRun)
+	budget := newBudget(w.Config.Limits)
+	p := &pass{w: w, rep: rep, log: log, tracer: tracer, now: now, obs: obs, budget: budget, draining: draining}
+	for _, root := range roots {
+		if draining() {
+			rep.Interrupted = true
+			break
+		}
+		rr := p.root(ctx, root)
+		rep.Roots = append(rep.Roots, rr)
+	}
+	if errors.Is(context.Cause(ctx), errPassDeadline) {
+		rep.DeadlineHit = true
+	}
+	if ctx.Err() != nil && !rep.DeadlineHit {
+		rep.Interrupted = true
+	}
+	rep.Finished = now()
+	obs.PassFinished(rep)
+	t := rep.Totals()
+	log.Info("pass finished", "result", rep.Result(), "purged", t.Purged, "objects", t.Objects, "bytes", t.Bytes,
+		"skipped", t.Skipped, "failed", t.Failed, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond))
+	return rep, nil
+}
+
+var errPassDeadline = errors.New("limits.max_pass_duration reached")
+
+// dryRun is true when the pass must not delete: dry_run, or retention
+// switched off for a shadow rollout.
+func (w *Worker) dryRun() bool {
+	r := w.Config.Safety.RetentionEnabled
+	return w.Config.DryRun || (r != nil && !*r)
+}
+
+func (w *Worker) observer() Observer {
+	if w.Observer == nil {
+		return NopObserver{}
+	}
+	return w.Observer
+}
+
+// pass is the state of one running pass.
+type pass struct {
+	w        *Worker
+	rep      *Report
+	log      *slog.Logger
+	tracer   trace.Tracer
+	now      func() time.Time
+	obs      Observer
+	budget   *budget
+	draining func() bool
+}
+
+// root plans and purges one root.
+func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
+	cfg := p.w.Config
+	rr := &RootReport{Root: root.URI, Started: p.now()}
+	log := p.log.With("root", root.URI)
+	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
+	defer span.End()
+	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr) }()
+
+	store, err := p.w.Open(ctx, root)
+	if err != nil {
+		rr.Err = fmt.Errorf("open root %s: %w", root.URI, err)
+		log.Error("root skipped", "err", rr.Err)
+		return rr
+	}
+	ns, err := lifecycle.New(store, lifecycle.Options{
+		DefaultTTL: cfg.Defaults.TTL.D(), SkewAllowance: cfg.Defaults.SkewAllowance.D(),
+		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, Logger: log,
+	})
+	if err != nil {
+		rr.Err = err
+		return rr
+	}
+	now := p.now()
+	plan, err := ns.PlanPurge(ctx, now)
+	if err != nil {
+		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
+		log.Error("root skipped", "err", rr.Err)
+		return rr
+	}
+	rr.Plan = summarize(plan, now)
+	p.obs.RootPlanned(p.rep, rr, plan, now)
+
+	for _, s := range plan.Held {
+		p.decide(rr, Decision{Table: s.Name, Action: ActionHeld, Reason: ReasonHeld, Detail: "legal hold: " + s.Hold.Reason, Status: s})
+	}
+	for _, s := range plan.Invalid {
+		reason := ReasonInvalidMarker
+		if s.FutureDated {
+			reason = ReasonFutureMarker
+		}
+		p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: reason, Detail: s.Problem, Status: s})
+	}
+	for _, s := range plan.Busy {
+		p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonLocked, Detail: "lease held by " + s.Lease.Owner, Status: s})
+	}
+	for _, s := range plan.NotDue {
+		p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonNotDue,
+			Detail: "not due until " + s.PurgeAfter.UTC().Format(time.RFC3339), Status: s})
+	}
+	var due []lifecycle.TableStatus
+	for _, s := range plan.Due {
+		if s.TTL < cfg.Safety.MinTTL.D() && !cfg.Safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker {
+			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonShortTTL, Status: s,
+				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; set safety.allow_short_ttl to purge it", s.TTL, cfg.Safety.MinTTL.D())})
+			continue
+		}
+		due = append(due, s)
+	}
+	if paused, why := p.paused(ctx, store); paused {
+		rr.Refused = ReasonPaused
+		log.Warn("root paused: nothing purged", "why", why, "due", len(due))
+		for _, s := range due {
+			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonPaused, Detail: why, Status: s})
+		}
+		return rr
+	}
+	if why := blastRadius(cfg.Safety, len(due), rr.Plan.Tables); why != "" {
+		rr.Refused = ReasonBlastRadius
+		log.Error("ROOT REFUSED: blast radius exceeded; nothing purged. Raise safety.blast_radius_* or set safety.confirm_blast_radius for one pass after checking the drops",
+			"due", len(due), "tables", rr.Plan.Tables, "why", why)
+		for _, s := range due {
+			p.decide(rr, Decision{Table: s.Name, Action: ActionRefused, Reason: ReasonBlastRadius, Detail: why, Status: s})
+		}
+		return rr
+	}
+	p.purgeAll(ctx, ns, rr, due, log)
+	return rr
+}
+
+// paused reports the config switch or the root's PAUSE object. An error
+// reading it pauses too: fail closed.
+func (p *pass) paused(ctx context.Context, store objstore.Store) (bool, string) {
+	if p.w.Config.Paused {
+		return true, "paused by configuration (paused: true / REAPER_PAUSED / --paused)"
+	}
+	_, err := store.Head(ctx, PauseKey)
+	switch {
+	case err == nil:
+		return true, "paused by " + PauseKey + " in the root; delete it to resume"
+	case errors.Is(err, objstore.ErrNotFound):
+		return false, ""
+	default:
+		return true, "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
+	}
+}
+
+// blastRadius returns why a root must be refused, or "".
+func blastRadius(s config.Safety, due, tables int) string {
+	if s.ConfirmBlastRadius || due == 0 {
+		return ""
+	}
+	if s.BlastRadiusMaxTables > 0 && due > s.BlastRadiusMaxTables {
+		return fmt.Sprintf("%d tables due, more than safety.blast_radius_max_tables (%d)", due, s.BlastRadiusMaxTables)
+	}
+	if s.BlastRadiusMaxPercent > 0 && tables >= s.BlastRadiusMinTables && tables > 0 {
+		if pct := 100 * float64(due) / float64(tables); pct > s.BlastRadiusMaxPercent {
+			return fmt.Sprintf("%d of %d tables due (%.0f%%), more than safety.blast_radius_max_percent (%.0f%%)", due, tables, pct, s.BlastRadiusMaxPercent)
+		}
+	}
+	return ""
+}
+
+// purgeAll purges the due tables, oldest first, with bounded concurrency.
+func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, due []lifecycle.TableStatus, log *slog.Logger) {
+	conc := max(1, p.w.Config.Limits.TableConcurrency)
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i, s := range due {
+		// Wait for a slot first, so draining is judged when the table would
+		// really start.
+		sem <- struct{}{}
+		if p.draining() || ctx.Err() != nil {
+			<-sem
+			why := "shutdown: not started; the next pass purges it"
+			if errors.Is(context.Cause(ctx), errPassDeadline) {
+				why = "limits.max_pass_duration reached: not started; the next pass purges it"
+			}
+			for _, s := range due[i:] {
+				p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonLimit, Detail: why, Status: s})
+			}
+			break
+		}
+		maxObjects, ok := p.budget.takeTable(p.w.Config.Limits.MaxObjectsPerTable)
+		if !ok {
+			<-sem
+			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonLimit, Status: s,
+				Detail: "pass limit reached (limits.max_tables_per_pass / max_objects_per_pass); the next pass purges it"})
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			d := p.purgeOne(ctx, ns, s, maxObjects, log.With("table", s.Name))
+			p.budget.spend(d.Objects)
+			p.decide(rr, d)
+		}()
+	}
+	wg.Wait()
+}
+
+// purgeOne purges one table and turns the outcome into a decision.
+func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycle.TableStatus, maxObjects int64, log *slog.Logger) Decision {
+	ctx, span := p.tracer.Start(ctx, "reaper.purge_table", trace.WithAttributes(
+		attribute.String("reaper.table", s.Name), attribute.String("reaper.root", ns.Store().URI()),
+		attribute.Int64("reaper.deleted_at_ms", s.DeletedAt.UnixMilli()), attribute.Int64("reaper.ttl_ms", s.TTL.Milliseconds())))
+	defer span.End()
+	d := Decision{Table: s.Name, Status: s, Started: p.now()}
+	every := cmp.Or(p.w.ProgressEvery, 10*time.Second)
+	var mu sync.Mutex
+	last := d.Started
+	progress := func(objects, bytes int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := p.now(); t.Sub(last) >= every {
+			last = t
+			elapsed := t.Sub(d.Started).Seconds()
+			log.Info("purge progress", "objects", objects, "bytes", bytes, "objects_per_second", int64(float64(objects)/max(elapsed, 0.001)))
+		}
+	}
+	res, err := ns.Purge(ctx, s.Name, lifecycle.PurgeOptions{
+		DryRun: p.rep.DryRun, DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
+		MaxObjects: maxObjects, Progress: progress,
+	})
+	d.Finished = p.now()
+	d.Objects, d.Bytes = res.Objects, res.Bytes
+	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
+	d.Action, d.Reason, d.Detail = classify(res, err)
+	d.Err = err
+	if d.Action == ActionFailed {
+		span.RecordError(err)
+		log.Error("purge failed", "reason", d.Reason, "err", err)
+	}
+	return d
+}
+
+// decide records one decision.
+func (p *pass) decide(rr *RootReport, d Decision) {
+	d.Root = rr.Root
+	if d.Started.IsZero() {
+		d.Started = p.now()
+		d.Finished = d.Started
+	}
+	p.rep.mu.Lock()
+	rr.Decisions = append(rr.Decisions, d)
+	p.rep.mu.Unlock()
+	p.obs.Decision(p.rep, d)
+}
+
+func newPassID(now time.Time) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// DefaultOwner names this process in leases: host/pid.
+func DefaultOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", cmp.Or(host, "unknown-host"), os.Getpid())
+}
