@@ -102,7 +102,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	if err := seedDemo(root, now); err != nil {
 		return fmt.Errorf("seed demo database %s: %w", root, err)
 	}
-	ns, log, err := storeOptions{globalOptions: o.globalOptions, Root: root}.open(ctx)
+	ns, _, err := storeOptions{globalOptions: o.globalOptions, Root: root}.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -119,10 +119,16 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	}
 
 	p.step(2, "one purge pass: reclaim every soft-deleted table whose TTL has passed", "reaper purge --root "+root)
-	rep, err := purgePass(ctx, ns, log, o.now(), false, nil)
+	rt, err := newRuntime(ctx, storeOptions{globalOptions: o.globalOptions, Root: root}, passFlags{})
 	if err != nil {
 		return err
 	}
+	defer rt.close()
+	pass, err := rt.worker.Pass(ctx, nil)
+	if err != nil {
+		return err
+	}
+	rep := purgeReportOf(pass)
 	if err := renderPurgeTable(stdout, rep); err != nil {
 		return err
 	}

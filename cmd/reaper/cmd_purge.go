@@ -6,19 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/worker"
 )
 
 // purgeOptions are the flags and arguments of `reaper purge`.
 type purgeOptions struct {
 	storeOptions
+	passFlags
 	DryRun bool
 	// Output is table or json.
 	Output string
@@ -27,6 +28,7 @@ type purgeOptions struct {
 
 func (o *purgeOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
+	o.passFlags.register(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; report what would be purged, with object and byte counts")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 }
@@ -34,7 +36,7 @@ func (o *purgeOptions) register(fs *pflag.FlagSet) {
 func newPurgeCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	o := purgeOptions{Output: formatTable}
 	cmd := &cobra.Command{
-		Use:   "purge --root URI [--dry-run] [-o table|json] [NAME...]",
+		Use:   "purge (--root URI | --config FILE) [--dry-run] [-o table|json] [NAME...]",
 		Short: "Reclaim soft-deleted tables whose TTL has passed (one pass)",
 		Long: `Make one pass over the root (or over the named tables): every soft-deleted
 table whose TTL has passed is purged, oldest first, in a crash-safe order
@@ -50,6 +52,16 @@ named tables that are live or not found.
 JSON (-o json): {"purged":[{"name","objects","bytes"}],
 "skipped":[{"name","reason"}], "failed":[{"name","error"}]}, plus
 "dry_run":true with --dry-run.
+
+With --config the pass covers every root of the configuration (discovery
+patterns, sharding, safety rails and limits included): the same pass the
+daemon ('reaper run') schedules, for a Kubernetes CronJob. --set KEY=VALUE
+overrides one configuration key; flags beat REAPER_* environment variables,
+which beat the file. Safety rails apply here too: a marker whose TTL is
+below safety.min_ttl (1h) is skipped unless --allow-short-ttl.
+
+Metrics of the pass can be pushed to a Pushgateway (--pushgateway URL) or
+written for the node-exporter textfile collector (--textfile PATH.prom).
 
 On SIGINT/SIGTERM the current table is finished and no new one is started;
 a second signal aborts it (a later pass finishes the job).
@@ -73,23 +85,36 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
-	ns, log, err := o.open(ctx)
+	if o.DryRun {
+		o.Sets = append(o.Sets, "dry_run=true")
+	}
+	rt, err := newRuntime(ctx, o.storeOptions, o.passFlags)
 	if err != nil {
 		return err
 	}
-	rep, err := purgePass(ctx, ns, log, o.now(), o.DryRun, o.Names)
+	defer rt.close()
+	rt.worker.Tables = o.Names
+	rep, err := rt.worker.Pass(ctx, func() bool { return draining(ctx) })
 	if err != nil {
 		return err
 	}
+	if err := rt.export(ctx); err != nil {
+		rt.log.Error("export metrics", "err", err)
+	}
+	out := purgeReportOf(rep)
 	if o.Output == formatJSON {
-		err = writeJSON(stdout, rep)
+		err = writeJSON(stdout, out)
 	} else {
-		err = renderPurgeTable(stdout, rep)
+		err = renderPurgeTable(stdout, out)
 	}
 	if err != nil {
 		return err
 	}
-	return rep.err()
+	if rep.Interrupted {
+		return &failedError{op: "purge", msg: fmt.Sprintf("purge interrupted: %d due table(s) not started, %d root(s) not visited; run purge again to finish",
+			notStarted(rep), rep.RootsNotVisited)}
+	}
+	return out.err()
 }
 
 // err is the pass's verdict: a failedError when any table failed.
@@ -100,89 +125,106 @@ func (r *purgeReport) err() error {
 	return &failedError{op: "purge", failed: len(r.Failed), all: len(r.Purged) + len(r.Skipped) + len(r.Failed)}
 }
 
-// purgePass plans at now and purges each due table, oldest first. Only an
-// error that stops the whole pass (the root cannot be listed, the run was
-// interrupted) is returned; table errors land in the report.
-func purgePass(ctx context.Context, ns *reaper.Namespace, log *slog.Logger, now time.Time, dryRun bool, names []string) (*purgeReport, error) {
-	plan, err := ns.PlanPurge(ctx, now, names...)
-	if err != nil {
-		return nil, fmt.Errorf("plan purge of %s: %w", ns.URI(), err)
-	}
-	rep := newPurgeReport(dryRun)
-	rep.addUnplanned(plan)
-	for _, s := range plan.Invalid {
-		rep.fail(s.Name, invalidMessage(s))
-	}
-	for _, s := range plan.Held {
-		rep.skip(s.Name, "held: legal hold ("+s.Hold.Reason+"); 'reaper release' lifts it")
-	}
-	for _, s := range plan.Busy {
-		rep.skip(s.Name, "locked: "+leaseHolder(s.Lease))
-	}
-	for _, s := range plan.NotDue {
-		rep.skip(s.Name, "not due until "+formatTime(s.PurgeAfter))
-	}
-	for i, s := range plan.Due {
-		if draining(ctx) {
-			left := len(plan.Due) - i
-			return nil, fmt.Errorf("purge of %s interrupted: %d due table(s) not started; run purge again to finish", ns.URI(), left)
-		}
-		res, err := ns.Purge(ctx, s.Name, reaper.PurgeOptions{DryRun: dryRun})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("purge of %s aborted during %s (a later pass finishes it): %w", ns.URI(), s.Name, err)
+// notStarted counts due tables a drained pass did not start.
+func notStarted(rep *worker.Report) int {
+	n := 0
+	for _, rr := range rep.Roots {
+		for _, d := range rr.Decisions {
+			if d.Reason == worker.ReasonLimit && strings.HasPrefix(d.Detail, "shutdown") {
+				n++
 			}
-			rep.purgeError(s.Name, err)
-			continue
-		}
-		log.Debug("table purged", "table", s.Name, "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
-		rep.Purged = append(rep.Purged, purgedJSON{Name: s.Name, Objects: res.Objects, Bytes: res.Bytes})
-	}
-	sortByName(rep.Skipped, func(s skippedJSON) string { return s.Name })
-	sortByName(rep.Failed, func(f failedJSON) string { return f.Name })
-	return rep, nil
-}
-
-// addUnplanned reports named tables without a marker: live or unknown.
-func (r *purgeReport) addUnplanned(plan reaper.Plan) {
-	for _, s := range plan.Unpurgeable {
-		if s.State == reaper.StateExists {
-			r.fail(s.Name, fmt.Sprintf("table is live (no marker %s.deleted): drop it first with 'reaper drop'", s.Name))
-		} else {
-			r.fail(s.Name, "table not found: no data and no marker"+lanceSuffixHint(s.Name))
 		}
 	}
+	return n
 }
 
-// purgeError sorts one failed purge into skipped or failed.
-func (r *purgeReport) purgeError(name string, err error) {
-	var nd *reaper.NotDueError
-	var ce *reaper.ConflictError
-	var le *reaper.LockedError
-	switch {
-	case errors.As(err, &nd):
-		r.skip(name, "not due until "+formatTime(nd.PurgeAfter))
-	case errors.As(err, &ce):
-		r.skip(name, ce.Error())
-	case errors.Is(err, reaper.ErrConflict):
-		r.skip(name, "conflict: "+err.Error())
-	case errors.As(err, &le):
-		r.skip(name, "locked: "+leaseHolder(&le.Holder))
-	case errors.Is(err, reaper.ErrHeld):
-		r.skip(name, "held: "+err.Error())
-	case errors.Is(err, reaper.ErrLocked):
-		r.skip(name, "locked: "+err.Error())
+// purgeReportOf flattens a pass into the purge JSON: purged (and dry-run)
+// tables, skipped ones with a reason, failed ones with an error. Entries
+// carry their root when the pass covered more than one.
+func purgeReportOf(rep *worker.Report) *purgeReport {
+	out := newPurgeReport(rep.DryRun)
+	multi := len(rep.Roots) > 1
+	for _, rr := range rep.Roots {
+		root := ""
+		if multi {
+			root = rr.Root
+		}
+		if rr.Err != nil {
+			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Error: rr.Err.Error()})
+		}
+		// Tables finish in any order under concurrency; report them in plan
+		// order (oldest purge_after first).
+		ds := slices.Clone(rr.Decisions)
+		slices.SortStableFunc(ds, func(a, b worker.Decision) int {
+			if c := a.Status.PurgeAfter.Compare(b.Status.PurgeAfter); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Table, b.Table)
+		})
+		for _, d := range ds {
+			switch d.Action {
+			case worker.ActionPurged, worker.ActionDryRun:
+				out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes})
+			case worker.ActionFailed:
+				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Error: failureText(d)})
+			default:
+				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Reason: skipReason(d)})
+			}
+		}
+	}
+	key := func(root, name string) string { return root + "\x00" + name }
+	sortByName(out.Skipped, func(s skippedJSON) string { return key(s.Root, s.Name) })
+	sortByName(out.Failed, func(f failedJSON) string { return key(f.Root, f.Name) })
+	return out
+}
+
+// skipReason says why a table was kept; a conflict's reason starts with
+// "conflict".
+func skipReason(d worker.Decision) string {
+	switch d.Reason {
+	case worker.ReasonNotDue:
+		if !d.Status.PurgeAfter.IsZero() {
+			return "not due until " + formatTime(d.Status.PurgeAfter)
+		}
+		return d.Detail
+	case worker.ReasonConflict:
+		if strings.HasPrefix(d.Detail, "conflict") {
+			return d.Detail
+		}
+		return "conflict: " + d.Detail
+	case worker.ReasonLocked:
+		var le *reaper.LockedError
+		if errors.As(d.Err, &le) {
+			return "locked: " + leaseHolder(&le.Holder)
+		}
+		return "locked: " + leaseHolder(d.Status.Lease)
+	case worker.ReasonHeld:
+		if d.Status.Hold != nil {
+			return "held: legal hold (" + d.Status.Hold.Reason + "); 'reaper release' lifts it"
+		}
+		return "held: " + d.Detail
+	case worker.ReasonShortTTL:
+		return "short ttl: " + d.Detail
+	case worker.ReasonBlastRadius:
+		return "refused: blast radius: " + d.Detail
 	default:
-		r.fail(name, err.Error())
+		return d.Reason + ": " + d.Detail
 	}
 }
 
-func (r *purgeReport) skip(name, reason string) {
-	r.Skipped = append(r.Skipped, skippedJSON{Name: name, Reason: reason})
-}
-
-func (r *purgeReport) fail(name, msg string) {
-	r.Failed = append(r.Failed, failedJSON{Name: name, Error: msg})
+// failureText explains a failed table.
+func failureText(d worker.Decision) string {
+	switch {
+	case d.Err == nil && d.Reason == worker.ReasonInvalidMarker:
+		return invalidMessage(d.Status)
+	case d.Err == nil && d.Reason == worker.ReasonFutureMarker:
+		return "future-dated marker: " + d.Status.Problem
+	case d.Reason == worker.ReasonNotFound:
+		return d.Detail + lanceSuffixHint(d.Table)
+	case d.Err != nil:
+		return d.Err.Error()
+	}
+	return d.Detail
 }
 
 // invalidMessage explains an invalid or future-dated marker.

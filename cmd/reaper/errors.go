@@ -28,9 +28,13 @@ func asUsage(err error) error {
 type failedError struct {
 	op          string
 	failed, all int
+	msg         string // replaces the count message when set
 }
 
 func (e *failedError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
 	return fmt.Sprintf("%s: %d of %d table(s) failed; see the per-table lines above", e.op, e.failed, e.all)
 }
 

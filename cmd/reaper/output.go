@@ -143,17 +143,20 @@ type purgeReport struct {
 }
 
 type purgedJSON struct {
+	Root    string `json:"root,omitempty"`
 	Name    string `json:"name"`
 	Objects int64  `json:"objects"`
 	Bytes   int64  `json:"bytes"`
 }
 
 type skippedJSON struct {
+	Root   string `json:"root,omitempty"`
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
 }
 
 type failedJSON struct {
+	Root  string `json:"root,omitempty"`
 	Name  string `json:"name"`
 	Error string `json:"error"`
 }

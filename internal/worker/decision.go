@@ -40,6 +40,8 @@ const (
 	ReasonLeaseLost     = "lease_lost"
 	ReasonInterrupted   = "interrupted"
 	ReasonIO            = "io"
+	ReasonLive          = "live"
+	ReasonNotFound      = "not_found"
 )
 
 // Decision is one table's fate in a pass.

@@ -15,7 +15,9 @@ type Report struct {
 	DryRun      bool
 	Roots       []*RootReport
 	Interrupted bool
-	DeadlineHit bool
+	// RootsNotVisited counts roots a draining pass did not start.
+	RootsNotVisited int
+	DeadlineHit     bool
 	// RootErrors are discovery problems that did not stop the pass.
 	RootErrors []string
 	Err        error

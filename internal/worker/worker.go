@@ -49,6 +49,9 @@ type Worker struct {
 	Version string
 	// ProgressEvery is how often a long purge logs its progress (default 10s).
 	ProgressEvery time.Duration
+	// Tables, when set, limits the pass to these names; a named table that
+	// is live or unknown is reported as failed.
+	Tables []string
 }
 
 // Pass runs one pass. draining reports whether shutdown has begun: no new
@@ -95,9 +98,11 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	log.Info("pass started", "roots", len(roots), "dry_run", rep.DryRun)
 	budget := newBudget(w.Config.Limits)
 	p := &pass{w: w, rep: rep, log: log, tracer: tracer, now: now, obs: obs, budget: budget, draining: draining}
-	for _, root := range roots {
+	for i, root := range roots {
 		if draining() {
 			rep.Interrupted = true
+			rep.RootsNotVisited = len(roots) - i
+			log.Warn("shutdown: roots not visited; the next pass covers them", "roots", rep.RootsNotVisited)
 			break
 		}
 		rr := p.root(ctx, root)
@@ -169,7 +174,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		return rr
 	}
 	now := p.now()
-	plan, err := ns.PlanPurge(ctx, now)
+	plan, err := ns.PlanPurge(ctx, now, p.w.Tables...)
 	if err != nil {
 		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
 		log.Error("root skipped", "err", rr.Err)
@@ -178,6 +183,15 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	rr.Plan = summarize(plan, now)
 	p.obs.RootPlanned(p.rep, rr, plan, now)
 
+	for _, s := range plan.Unpurgeable {
+		if s.State == lifecycle.StateExists {
+			p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: ReasonLive, Status: s,
+				Detail: fmt.Sprintf("table is live (no marker %s): drop it first with 'reaper drop'", lifecycle.MarkerKey(s.Name))})
+		} else {
+			p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: ReasonNotFound, Status: s,
+				Detail: "table not found: no data and no marker"})
+		}
+	}
 	for _, s := range plan.Held {
 		p.decide(rr, Decision{Table: s.Name, Action: ActionHeld, Reason: ReasonHeld, Detail: "legal hold: " + s.Hold.Reason, Status: s})
 	}
@@ -269,6 +283,9 @@ func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 		sem <- struct{}{}
 		if p.draining() || ctx.Err() != nil {
 			<-sem
+			if p.draining() {
+				p.rep.Interrupted = true
+			}
 			why := "shutdown: not started; the next pass purges it"
 			if errors.Is(context.Cause(ctx), errPassDeadline) {
 				why = "limits.max_pass_duration reached: not started; the next pass purges it"

@@ -102,3 +102,16 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// OpenWith opens uri like Open, passing extra options to the S3 backend
+// (for example a request-counting transport); file roots ignore them.
+func OpenWith(ctx context.Context, uri string, options map[string]string, s3opts ...s3.Option) (objstore.Store, error) {
+	loc, err := objstore.ParseLocation(uri)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Scheme == objstore.SchemeS3 {
+		return s3.Open(ctx, loc, options, s3opts...)
+	}
+	return Open(ctx, uri, options)
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/retry"
+	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/roots"
+	"github.com/lance-reaper/reaper/internal/worker"
+)
+
+// passFlags are the flags of the commands that run passes (purge, run).
+type passFlags struct {
+	ConfigPath    string
+	Sets          []string
+	AllowShortTTL bool
+	Pushgateway   string
+	Textfile      string
+}
+
+func (f *passFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.ConfigPath, "config", "", "configuration file (see config/reaper.yaml); --root replaces its roots")
+	fs.StringArrayVar(&f.Sets, "set", nil, "override one configuration key, e.g. --set limits.table_concurrency=8 (repeatable)")
+	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, "purge markers whose ttl is below safety.min_ttl (default 1h)")
+	fs.StringVar(&f.Pushgateway, "pushgateway", "", "push the pass's metrics to this Prometheus Pushgateway URL")
+	fs.StringVar(&f.Textfile, "textfile", "", "write the pass's metrics to this .prom file for the node-exporter textfile collector")
+}
+
+// runtime is everything a pass needs, wired once: configuration, logger,
+// metrics registry, tracer and the worker with its store stack.
+type runtime struct {
+	cfg      config.Config
+	log      *slog.Logger
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	counter  *metrics.RequestCounter
+	worker   *worker.Worker
+	tracerTP trace.TracerProvider
+	shutdown func(context.Context) error
+	flags    passFlags
+}
+
+// loadConfig merges defaults, the file, REAPER_* env and the flags (in
+// that order of precedence, flags last) and validates the result.
+func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
+	cfg, err := config.LoadEnviron(f.ConfigPath, os.Environ())
+	if err != nil {
+		return cfg, asUsage(err)
+	}
+	if so.Root != "" {
+		root, err := resolveRoot(so.Root)
+		if err != nil {
+			return cfg, err
+		}
+		opts, err := parseStorageOptions(so.StorageOptions)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Roots, cfg.Discover = []config.Root{{URI: root, StorageOptions: opts}}, nil
+	} else if len(so.StorageOptions) > 0 {
+		return cfg, usagef("--storage-option goes with --root; in a config file put storage options under roots[].storage_options")
+	}
+	if so.DefaultTTL != 0 && so.DefaultTTL != reaper.DefaultTTL {
+		cfg.Defaults.TTL = config.Duration(so.DefaultTTL)
+	}
+	if so.SkewAllowance != 0 && so.SkewAllowance != reaper.DefaultSkewAllowance {
+		cfg.Defaults.SkewAllowance = config.Duration(so.SkewAllowance)
+	}
+	for _, kv := range f.Sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return cfg, usagef("--set %q: want KEY=VALUE, e.g. --set limits.table_concurrency=8", kv)
+		}
+		if err := cfg.Set(k, v); err != nil {
+			return cfg, asUsage(err)
+		}
+	}
+	if f.AllowShortTTL {
+		cfg.Safety.AllowShortTTL = true
+	}
+	if f.Pushgateway != "" {
+		cfg.Metrics.Pushgateway = f.Pushgateway
+	}
+	if f.Textfile != "" {
+		cfg.Metrics.Textfile = f.Textfile
+	}
+	if err := cfg.ApplyJobCompletionIndex(os.LookupEnv); err != nil {
+		return cfg, asUsage(err)
+	}
+	if err := cfg.ValidateForPass(); err != nil {
+		return cfg, asUsage(err)
+	}
+	return cfg, nil
+}
+
+// newRuntime loads the configuration and wires the worker: each root's
+// store is opened with a request counter, wrapped in retries that share one
+// pacer per pass, then metrics and tracing (one order, one place).
+func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, error) {
+	if lifecycle.LockSuffix != retry.LockSuffix {
+		panic("lock suffix differs between lifecycle and retry")
+	}
+	cfg, err := loadConfig(so, f)
+	if err != nil {
+		return nil, err
+	}
+	log, err := so.logger()
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	perRoot := cfg.Metrics.PerRootLabels == nil || *cfg.Metrics.PerRootLabels
+	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot})
+	tp, shutdown, err := metrics.SetupTracing(ctx, "reaper", version)
+	if err != nil {
+		return nil, usagef("tracing from OTEL_* environment: %w", err)
+	}
+	rt := &runtime{cfg: cfg, log: log, registry: reg, metrics: m, tracerTP: tp, shutdown: shutdown, flags: f,
+		counter: metrics.NewRequestCounter(nil, m)}
+	pacer := retry.NewPacer(cfg.Limits.RequestsPerSecond)
+	open := func(ctx context.Context, r config.Root) (objstore.Store, error) {
+		s, err := all.OpenWith(ctx, r.URI, r.StorageOptions, s3.WithTransport(rt.counter))
+		if err != nil {
+			return nil, err
+		}
+		transient := retry.NeverTransient
+		if strings.HasPrefix(r.URI, "s3://") {
+			transient = s3.IsTransient
+		}
+		s = retry.Wrap(s, retry.Options{
+			MaxElapsed: cfg.Limits.RetryMaxElapsed.D(), IsTransient: transient, Pacer: pacer,
+			OnRetry: func(op string, attempt int, err error, wait time.Duration) {
+				log.Warn("store request retried", "root", r.URI, "op", op, "attempt", attempt, "wait", wait.String(), "err", err)
+			},
+		})
+		s = metrics.WrapStore(s, m)
+		return metrics.WrapStoreTracing(s, tp), nil
+	}
+	rt.worker = &worker.Worker{
+		Config: cfg,
+		Open:   open,
+		Roots: func(ctx context.Context) ([]config.Root, error) {
+			rs, err := roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
+				return all.Open(ctx, uri, opts)
+			})
+			if cfg.Shard.Count > 1 {
+				rs = roots.Assign(rs, cfg.Shard.Index, cfg.Shard.Count)
+			}
+			return rs, err
+		},
+		Observer: metricsObserver{m},
+		Logger:   log,
+		Tracer:   tp.Tracer("github.com/lance-reaper/reaper"),
+		Now:      so.Now,
+		Owner:    worker.DefaultOwner(),
+		Version:  version,
+	}
+	return rt, nil
+}
+
+// export pushes or writes the pass's metrics when configured.
+func (rt *runtime) export(ctx context.Context) error {
+	if u := rt.cfg.Metrics.Pushgateway; u != "" {
+		if err := metrics.Push(ctx, u, "reaper", rt.registry); err != nil {
+			return fmt.Errorf("push metrics to %s: %w", u, err)
+		}
+	}
+	if p := rt.cfg.Metrics.Textfile; p != "" {
+		if err := metrics.WriteTextfile(p, rt.registry); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rt *runtime) close() {
+	if rt.shutdown != nil {
+		_ = rt.shutdown(context.Background())
+	}
+}

@@ -1,0 +1,108 @@
+package metrics
+
+// Label values. Every method that takes a result, reason, state, op or code
+// expects one of these; the series for each are created at zero by New so
+// rate() and absent() work from the first scrape.
+
+// Pass results for reaper_passes_total{result}.
+const (
+	PassSuccess     = "success"
+	PassPartial     = "partial"
+	PassFailed      = "failed"
+	PassInterrupted = "interrupted"
+)
+
+// Purge failure reasons for reaper_purge_failures_total{reason}.
+const (
+	FailureIO            = "io"
+	FailureInvalidMarker = "invalid_marker"
+	FailureFutureMarker  = "future_marker"
+	FailureLeaseLost     = "lease_lost"
+	FailureOther         = "other"
+)
+
+// Table states for reaper_tables{root,state}.
+const (
+	StateLive          = "live"
+	StateSoftDeleted   = "soft_deleted"
+	StateDue           = "due"
+	StateOverdue       = "overdue"
+	StateOrphanMarker  = "orphan_marker"
+	StateInvalidMarker = "invalid_marker"
+	StateHeld          = "held"
+)
+
+// Lock acquisition results for reaper_lock_acquisitions_total{result}.
+const (
+	LockAcquired  = "acquired"
+	LockContended = "contended"
+	LockError     = "error"
+)
+
+// Root refusal reasons for reaper_roots_refused_total{root,reason}.
+const (
+	RefusedBlastRadius = "blast_radius"
+	RefusedPaused      = "paused"
+	RefusedError       = "error"
+)
+
+// Skip reasons for reaper_skipped_total{reason}.
+const (
+	SkipNotDue   = "not_due"
+	SkipLocked   = "locked"
+	SkipHeld     = "held"
+	SkipShortTTL = "short_ttl"
+	SkipLimit    = "limit"
+)
+
+// Store operations for reaper_objstore_requests_total{op,code} and
+// reaper_objstore_request_duration_seconds{op}; also the span names of
+// WrapStoreTracing ("objstore." + op).
+const (
+	OpList          = "list"
+	OpWalk          = "walk"
+	OpGet           = "get"
+	OpHead          = "head"
+	OpPut           = "put"
+	OpPutIfAbsent   = "put_if_absent"
+	OpPutIfMatch    = "put_if_match"
+	OpDelete        = "delete"
+	OpDeleteIfMatch = "delete_if_match"
+	OpDeleteBatch   = "delete_batch"
+)
+
+// Store result codes for reaper_objstore_requests_total{code}. Only
+// CodeError is a failure: not-found and precondition answers are part of
+// the protocol, and cancelled work is not a store fault.
+const (
+	CodeOK           = "ok"
+	CodeNotFound     = "not_found"
+	CodePrecondition = "precondition"
+	CodeCanceled     = "canceled"
+	CodeError        = "error"
+)
+
+// S3 operations for reaper_s3_http_requests_total{operation,code}, as
+// RequestCounter classifies them.
+const (
+	S3ListObjectsV2 = "ListObjectsV2"
+	S3GetObject     = "GetObject"
+	S3HeadObject    = "HeadObject"
+	S3PutObject     = "PutObject"
+	S3DeleteObject  = "DeleteObject"
+	S3DeleteObjects = "DeleteObjects"
+	S3CreateBucket  = "CreateBucket"
+	S3Other         = "other"
+)
+
+var (
+	passResults    = []string{PassSuccess, PassPartial, PassFailed, PassInterrupted}
+	failureReasons = []string{FailureIO, FailureInvalidMarker, FailureFutureMarker, FailureLeaseLost, FailureOther}
+	tableStates    = []string{StateLive, StateSoftDeleted, StateDue, StateOverdue, StateOrphanMarker, StateInvalidMarker, StateHeld}
+	lockResults    = []string{LockAcquired, LockContended, LockError}
+	refusalReasons = []string{RefusedBlastRadius, RefusedPaused, RefusedError}
+	skipReasons    = []string{SkipNotDue, SkipLocked, SkipHeld, SkipShortTTL, SkipLimit}
+	storeOps       = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
+	storeCodes     = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
+	s3Operations   = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}
+)

@@ -1,0 +1,231 @@
+// Package metrics holds reaper's Prometheus metrics, the objstore wrappers
+// that count and trace store calls, an http.RoundTripper that counts S3
+// requests, OpenTelemetry setup, and pushing or writing metrics for batch
+// runs. Nothing is registered globally: New takes the registry.
+//
+// Metrics (all prefixed reaper_):
+//
+//	passes_total{result}                       success, partial, failed, interrupted
+//	last_success_timestamp_seconds             gauge, end of the last successful pass
+//	pass_duration_seconds                      histogram, 1s to 8h
+//	tables_purged_total
+//	purge_failures_total{reason}               io, invalid_marker, future_marker, lease_lost, other
+//	purge_conflicts_total
+//	objects_deleted_total
+//	bytes_reclaimed_total
+//	tables{root,state}                         live, soft_deleted, due, overdue, orphan_marker, invalid_marker, held
+//	oldest_due_marker_timestamp_seconds{root}  absent when nothing is due
+//	objstore_requests_total{op,code}           WrapStore; code ok, not_found, precondition, canceled, error
+//	objstore_request_duration_seconds{op}      WrapStore; histogram, 5ms to 60s
+//	lock_acquisitions_total{result}            acquired, contended, error
+//	roots_refused_total{root,reason}           blast_radius, paused, error
+//	skipped_total{reason}                      not_due, locked, held, short_ttl, limit
+//	s3_http_requests_total{operation,code}     RequestCounter; code is the HTTP status or "error"
+//
+// The root label is "" (aggregated) unless Options.PerRootLabels is set.
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "reaper"
+
+// AllRoots is the root label value when Options.PerRootLabels is false:
+// the per-root series collapse into one series aggregated over all roots.
+const AllRoots = ""
+
+// Options shape the label set.
+type Options struct {
+	// PerRootLabels gives reaper_tables, reaper_oldest_due_marker_timestamp_seconds
+	// and reaper_roots_refused_total one series per root (the root URI,
+	// which never carries secrets). When false the root label is always ""
+	// (Prometheus treats that as no label): table counts are summed over the
+	// roots, the oldest due marker is the minimum over them. Turn it off
+	// when a deployment has many roots.
+	PerRootLabels bool
+}
+
+// Metrics holds every reaper metric. Its methods are safe for concurrent
+// use, and a nil *Metrics is valid and records nothing, so components can
+// take one optionally.
+type Metrics struct {
+	opts Options
+
+	passes          *prometheus.CounterVec
+	lastSuccess     prometheus.Gauge
+	passDuration    prometheus.Histogram
+	tablesPurged    prometheus.Counter
+	purgeFailures   *prometheus.CounterVec
+	purgeConflicts  prometheus.Counter
+	objectsDeleted  prometheus.Counter
+	bytesReclaimed  prometheus.Counter
+	tables          *prometheus.GaugeVec
+	oldestDue       *prometheus.GaugeVec
+	storeRequests   *prometheus.CounterVec
+	storeDuration   *prometheus.HistogramVec
+	lockAcquisition *prometheus.CounterVec
+	rootsRefused    *prometheus.CounterVec
+	skipped         *prometheus.CounterVec
+	s3Requests      *prometheus.CounterVec
+
+	// mu guards the per-root state behind the aggregated gauges.
+	mu         sync.Mutex
+	rootTables map[string]map[string]int
+	rootOldest map[string]time.Time
+}
+
+// PassDurationBuckets span one second to eight hours.
+func PassDurationBuckets() []float64 {
+	return []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800}
+}
+
+// RequestDurationBuckets span 5ms to one minute.
+func RequestDurationBuckets() []float64 {
+	return []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// New creates every metric, registers them on reg and pre-creates the known
+// label values at zero. A nil reg leaves them unregistered. Like
+// prometheus.MustRegister, it panics when reg already holds reaper metrics:
+// that is a wiring bug, not a runtime condition.
+func New(reg prometheus.Registerer, opts Options) *Metrics {
+	m := &Metrics{
+		opts:       opts,
+		rootTables: make(map[string]map[string]int),
+		rootOldest: make(map[string]time.Time),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "passes_total",
+			Help: "Purge passes finished, by result (success, partial, failed, interrupted).",
+		}, []string{"result"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "last_success_timestamp_seconds",
+			Help: "Unix time at which the last fully successful purge pass finished.",
+		}),
+		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "pass_duration_seconds",
+			Help:    "Duration of purge passes, of any result.",
+			Buckets: PassDurationBuckets(),
+		}),
+		tablesPurged: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tables_purged_total",
+			Help: "Soft-deleted tables whose data was removed completely.",
+		}),
+		purgeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "purge_failures_total",
+			Help: "Table purges that failed, by reason (io, invalid_marker, future_marker, lease_lost, other).",
+		}, []string{"reason"}),
+		purgeConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "purge_conflicts_total",
+			Help: "Table purges abandoned because the table changed underneath (restored or re-created).",
+		}),
+		objectsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "objects_deleted_total",
+			Help: "Objects deleted by purges.",
+		}),
+		bytesReclaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "bytes_reclaimed_total",
+			Help: "Bytes of the objects deleted by purges, as listed before deletion.",
+		}),
+		tables: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "tables",
+			Help: "Tables seen by the last scan of each root, by state; root is empty when per-root labels are off.",
+		}, []string{"root", "state"}),
+		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "oldest_due_marker_timestamp_seconds",
+			Help: "Unix time at which the oldest still-present due marker became due; absent when nothing is due.",
+		}, []string{"root"}),
+		storeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "objstore_requests_total",
+			Help: "Object store calls by operation and code (ok, not_found, precondition, canceled, error); listings count one per page.",
+		}, []string{"op", "code"}),
+		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "objstore_request_duration_seconds",
+			Help:    "Duration of object store calls by operation; listings observe one value per page.",
+			Buckets: RequestDurationBuckets(),
+		}, []string{"op"}),
+		lockAcquisition: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "lock_acquisitions_total",
+			Help: "Lease lock acquisition attempts by result (acquired, contended, error).",
+		}, []string{"result"}),
+		rootsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "roots_refused_total",
+			Help: "Passes over a root refused before deleting anything, by reason (blast_radius, paused, error).",
+		}, []string{"root", "reason"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "skipped_total",
+			Help: "Tables skipped by a pass, by reason (not_due, locked, held, short_ttl, limit).",
+		}, []string{"reason"}),
+		s3Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "s3_http_requests_total",
+			Help: "HTTP requests sent to S3, by operation and HTTP status code (\"error\" when no response arrived).",
+		}, []string{"operation", "code"}),
+	}
+	m.precreate()
+	if reg != nil {
+		reg.MustRegister(m.collectors()...)
+	}
+	return m
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.passes, m.lastSuccess, m.passDuration, m.tablesPurged, m.purgeFailures,
+		m.purgeConflicts, m.objectsDeleted, m.bytesReclaimed, m.tables, m.oldestDue,
+		m.storeRequests, m.storeDuration, m.lockAcquisition, m.rootsRefused,
+		m.skipped, m.s3Requests,
+	}
+}
+
+// precreate creates the series of every known label value at zero. Per-root
+// series appear when a root is first reported; with per-root labels off the
+// aggregated ones exist from the start.
+func (m *Metrics) precreate() {
+	for _, v := range passResults {
+		m.passes.WithLabelValues(v)
+	}
+	for _, v := range failureReasons {
+		m.purgeFailures.WithLabelValues(v)
+	}
+	for _, v := range lockResults {
+		m.lockAcquisition.WithLabelValues(v)
+	}
+	for _, v := range skipReasons {
+		m.skipped.WithLabelValues(v)
+	}
+	for _, op := range storeOps {
+		m.storeDuration.WithLabelValues(op)
+		for _, code := range storeCodes {
+			m.storeRequests.WithLabelValues(op, code)
+		}
+	}
+	if !m.opts.PerRootLabels {
+		for _, s := range tableStates {
+			m.tables.WithLabelValues(AllRoots, s)
+		}
+		for _, r := range refusalReasons {
+			m.rootsRefused.WithLabelValues(AllRoots, r)
+		}
+	}
+}
+
+// Collectors returns every metric, for callers that register them on more
+// than one registry (a push registry next to the scrape one).
+func (m *Metrics) Collectors() []prometheus.Collector {
+	if m == nil {
+		return nil
+	}
+	return m.collectors()
+}
+
+// RootLabel is the root label value for root: root itself with per-root
+// labels, AllRoots ("") without.
+func (m *Metrics) RootLabel(root string) string {
+	if m == nil || !m.opts.PerRootLabels {
+		return AllRoots
+	}
+	return root
+}

@@ -1,0 +1,172 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// exercise touches every metric once, so lint sees all of them.
+func exercise(m *Metrics) {
+	m.PassFinished(PassSuccess, 90*time.Second, time.Unix(1700000000, 0))
+	m.TablePurged()
+	m.Deleted(3, 300)
+	m.PurgeFailed(FailureIO)
+	m.PurgeConflict()
+	m.LockAcquisition(LockAcquired)
+	m.RootRefused("s3://bucket/a", RefusedPaused)
+	m.Skipped(SkipNotDue, 2)
+	m.SetRootTables("s3://bucket/a", map[string]int{StateLive: 4, StateDue: 1})
+	m.SetOldestDueMarker("s3://bucket/a", time.Unix(1600000000, 0))
+	m.s3Requests.WithLabelValues(S3GetObject, "200").Inc()
+}
+
+func TestLintClean(t *testing.T) {
+	t.Parallel()
+	for _, perRoot := range []bool{false, true} {
+		reg := prometheus.NewPedanticRegistry()
+		m := New(reg, Options{PerRootLabels: perRoot})
+		exercise(m)
+		problems, err := testutil.GatherAndLint(reg)
+		require.NoError(t, err)
+		require.Empty(t, problems, "perRoot=%t", perRoot)
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		require.Len(t, mfs, len(m.Collectors()), "every metric gathered")
+		for _, mf := range mfs {
+			require.Regexp(t, `^reaper_`, mf.GetName())
+		}
+	}
+}
+
+func TestPrecreatedAtZero(t *testing.T) {
+	t.Parallel()
+	m := New(prometheus.NewRegistry(), Options{})
+	require.Equal(t, 4, testutil.CollectAndCount(m.passes))
+	require.Equal(t, 5, testutil.CollectAndCount(m.purgeFailures))
+	require.Equal(t, 3, testutil.CollectAndCount(m.lockAcquisition))
+	require.Equal(t, 5, testutil.CollectAndCount(m.skipped))
+	require.Equal(t, 3, testutil.CollectAndCount(m.rootsRefused))
+	require.Equal(t, 7, testutil.CollectAndCount(m.tables))
+	require.Equal(t, 10*5, testutil.CollectAndCount(m.storeRequests))
+	require.Equal(t, 10, testutil.CollectAndCount(m.storeDuration))
+	require.Equal(t, 0, testutil.CollectAndCount(m.oldestDue), "no due marker, no series")
+	require.Zero(t, testutil.ToFloat64(m.storeRequests.WithLabelValues(OpDeleteBatch, CodeError)))
+
+	perRoot := New(prometheus.NewRegistry(), Options{PerRootLabels: true})
+	require.Equal(t, 0, testutil.CollectAndCount(perRoot.tables), "roots appear when reported")
+	require.Equal(t, 0, testutil.CollectAndCount(perRoot.rootsRefused))
+}
+
+func TestRegistriesAreIndependent(t *testing.T) {
+	t.Parallel()
+	a := New(prometheus.NewRegistry(), Options{})
+	b := New(prometheus.NewRegistry(), Options{})
+	a.TablePurged()
+	require.Equal(t, 1.0, testutil.ToFloat64(a.tablesPurged))
+	require.Equal(t, 0.0, testutil.ToFloat64(b.tablesPurged))
+
+	reg := prometheus.NewRegistry()
+	New(reg, Options{})
+	require.Panics(t, func() { New(reg, Options{}) }, "double registration is a wiring bug")
+	require.NotPanics(t, func() { New(nil, Options{}).TablePurged() }, "nil registry")
+}
+
+func TestNilReceiver(t *testing.T) {
+	t.Parallel()
+	var m *Metrics
+	m.PassFinished(PassFailed, time.Second, time.Now())
+	m.TablePurged()
+	m.Deleted(1, 1)
+	m.PurgeFailed(FailureOther)
+	m.PurgeConflict()
+	m.LockAcquisition(LockError)
+	m.RootRefused("r", RefusedError)
+	m.Skipped(SkipLimit, 1)
+	m.SetRootTables("r", nil)
+	m.SetOldestDueMarker("r", time.Now())
+	m.ForgetRoot("r")
+	m.ResetRootTables()
+	require.Nil(t, m.Collectors())
+	require.Equal(t, AllRoots, m.RootLabel("r"))
+}
+
+func TestPassFinished(t *testing.T) {
+	t.Parallel()
+	m := New(prometheus.NewRegistry(), Options{})
+	m.PassFinished(PassPartial, 2*time.Minute, time.Unix(100, 0))
+	require.Zero(t, testutil.ToFloat64(m.lastSuccess), "partial is not success")
+	m.PassFinished(PassSuccess, time.Minute, time.Unix(200, 500_000_000))
+	require.Equal(t, 200.5, testutil.ToFloat64(m.lastSuccess))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues(PassPartial)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues(PassSuccess)))
+	require.Equal(t, 1, testutil.CollectAndCount(m.passDuration))
+
+	m.Deleted(10, 4096)
+	m.Deleted(1, 1)
+	require.Equal(t, 11.0, testutil.ToFloat64(m.objectsDeleted))
+	require.Equal(t, 4097.0, testutil.ToFloat64(m.bytesReclaimed))
+	m.Skipped(SkipHeld, 0)
+	m.Skipped(SkipHeld, 3)
+	require.Equal(t, 3.0, testutil.ToFloat64(m.skipped.WithLabelValues(SkipHeld)))
+}
+
+func TestRootTablesAggregated(t *testing.T) {
+	t.Parallel()
+	m := New(prometheus.NewRegistry(), Options{})
+	require.Equal(t, AllRoots, m.RootLabel("s3://b/x"))
+	m.SetRootTables("s3://b/x", map[string]int{StateLive: 3, StateDue: 1})
+	m.SetRootTables("s3://b/y", map[string]int{StateLive: 2, StateHeld: 5})
+	live := m.tables.WithLabelValues(AllRoots, StateLive)
+	require.Equal(t, 5.0, testutil.ToFloat64(live), "sum over roots")
+	require.Equal(t, 5.0, testutil.ToFloat64(m.tables.WithLabelValues(AllRoots, StateHeld)))
+
+	m.SetRootTables("s3://b/x", map[string]int{StateLive: 1})
+	require.Equal(t, 3.0, testutil.ToFloat64(m.tables.WithLabelValues(AllRoots, StateLive)), "replace, not add")
+	require.Equal(t, 0.0, testutil.ToFloat64(m.tables.WithLabelValues(AllRoots, StateDue)))
+
+	m.SetOldestDueMarker("s3://b/x", time.Unix(500, 0))
+	m.SetOldestDueMarker("s3://b/y", time.Unix(300, 0))
+	require.Equal(t, 300.0, testutil.ToFloat64(m.oldestDue.WithLabelValues(AllRoots)), "minimum over roots")
+	m.SetOldestDueMarker("s3://b/y", time.Time{})
+	require.Equal(t, 500.0, testutil.ToFloat64(m.oldestDue.WithLabelValues(AllRoots)))
+
+	m.ForgetRoot("s3://b/x")
+	require.Equal(t, 2.0, testutil.ToFloat64(m.tables.WithLabelValues(AllRoots, StateLive)))
+	require.Equal(t, 0, testutil.CollectAndCount(m.oldestDue), "no root has a due marker")
+
+	m.ResetRootTables()
+	require.Equal(t, 7, testutil.CollectAndCount(m.tables), "aggregated series stay, at zero")
+	require.Equal(t, 0.0, testutil.ToFloat64(m.tables.WithLabelValues(AllRoots, StateLive)))
+
+	m.RootRefused("s3://b/x", RefusedBlastRadius)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rootsRefused.WithLabelValues(AllRoots, RefusedBlastRadius)))
+}
+
+func TestRootTablesPerRoot(t *testing.T) {
+	t.Parallel()
+	m := New(prometheus.NewRegistry(), Options{PerRootLabels: true})
+	require.Equal(t, "s3://b/x", m.RootLabel("s3://b/x"))
+	m.SetRootTables("s3://b/x", map[string]int{StateLive: 3, StateOverdue: 2})
+	m.SetRootTables("s3://b/y", map[string]int{StateLive: 2})
+	require.Equal(t, 3.0, testutil.ToFloat64(m.tables.WithLabelValues("s3://b/x", StateLive)))
+	require.Equal(t, 2.0, testutil.ToFloat64(m.tables.WithLabelValues("s3://b/x", StateOverdue)))
+	require.Equal(t, 2.0, testutil.ToFloat64(m.tables.WithLabelValues("s3://b/y", StateLive)))
+	require.Equal(t, 14, testutil.CollectAndCount(m.tables), "every state of both roots")
+
+	m.SetOldestDueMarker("s3://b/x", time.Unix(42, 0))
+	require.Equal(t, 42.0, testutil.ToFloat64(m.oldestDue.WithLabelValues("s3://b/x")))
+
+	m.ForgetRoot("s3://b/x")
+	require.Equal(t, 7, testutil.CollectAndCount(m.tables))
+	require.Equal(t, 0, testutil.CollectAndCount(m.oldestDue))
+
+	m.RootRefused("s3://b/y", RefusedError)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rootsRefused.WithLabelValues("s3://b/y", RefusedError)))
+
+	m.ResetRootTables()
+	require.Equal(t, 0, testutil.CollectAndCount(m.tables))
+}

@@ -1,0 +1,96 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/prometheus/common/expfmt"
+)
+
+// DefaultJob is the Pushgateway job name when Push is given none.
+const DefaultJob = "reaper"
+
+// Push sends everything g gathers to the Pushgateway at url, replacing the
+// group job/<job>/instance/<hostname> (job "" means DefaultJob), so a
+// one-shot `reaper purge` run from cron leaves its results behind.
+func Push(ctx context.Context, url, job string, g prometheus.Gatherer) error {
+	if job == "" {
+		job = DefaultJob
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("push metrics: hostname: %w", err)
+	}
+	if err := push.New(url, job).Gatherer(g).Grouping("instance", host).PushContext(ctx); err != nil {
+		return fmt.Errorf("push metrics: %w", err)
+	}
+	return nil
+}
+
+// WriteTextfile writes everything g gathers to path in the Prometheus text
+// format, for node-exporter's textfile collector. path must end in .prom.
+// The file is replaced atomically: written to a temporary file in the same
+// directory (whose name does not end in .prom, so the collector never reads
+// it half-written), synced, made world-readable, renamed over path, and the
+// directory synced.
+func WriteTextfile(path string, g prometheus.Gatherer) error {
+	if !strings.HasSuffix(path, ".prom") {
+		return fmt.Errorf("write metrics textfile %q: name must end in .prom for the node-exporter textfile collector", path)
+	}
+	mfs, err := g.Gather()
+	if err != nil {
+		return fmt.Errorf("write metrics textfile %s: gather: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	defer func() {
+		if tmp != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	enc := expfmt.NewEncoder(tmp, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("write metrics textfile %s: encode %s: %w", path, mf.GetName(), err)
+		}
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	tmp = nil
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package metrics
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPush(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := New(reg, Options{})
+	m.PassFinished(PassSuccess, time.Minute, time.Unix(1700000000, 0))
+
+	type got struct {
+		method, path string
+		families     map[string]*dto.MetricFamily
+	}
+	ch := make(chan got, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dec := expfmt.NewDecoder(r.Body, expfmt.ResponseFormat(r.Header))
+		families := map[string]*dto.MetricFamily{}
+		for {
+			var mf dto.MetricFamily
+			if err := dec.Decode(&mf); err != nil {
+				break
+			}
+			families[mf.GetName()] = &mf
+		}
+		ch <- got{r.Method, r.URL.Path, families}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	require.NoError(t, Push(t.Context(), srv.URL, "", reg))
+	g := <-ch
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	require.Equal(t, http.MethodPut, g.method, "replace the whole group")
+	require.True(t, strings.HasPrefix(g.path, "/metrics/job/reaper/instance/"), "path %s", g.path)
+	require.Contains(t, g.path, host)
+	require.Contains(t, g.families, "reaper_passes_total")
+	require.Equal(t, 1700000000.0, g.families["reaper_last_success_timestamp_seconds"].GetMetric()[0].GetGauge().GetValue())
+
+	require.NoError(t, Push(t.Context(), srv.URL, "nightly", reg))
+	require.True(t, strings.HasPrefix((<-ch).path, "/metrics/job/nightly/instance/"))
+}
+
+func TestPushServerError(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	reg := prometheus.NewRegistry()
+	New(reg, Options{})
+	err := Push(t.Context(), srv.URL, "", reg)
+	require.ErrorContains(t, err, "push metrics")
+}
+
+func TestWriteTextfile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "reaper.prom")
+	reg := prometheus.NewRegistry()
+	m := New(reg, Options{})
+	m.TablePurged()
+	require.NoError(t, WriteTextfile(path, reg))
+	m.TablePurged()
+	require.NoError(t, WriteTextfile(path, reg), "replace an existing file")
+
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(f)
+	require.NoError(t, err)
+	require.Equal(t, 2.0, families["reaper_tables_purged_total"].GetMetric()[0].GetCounter().GetValue())
+	require.Len(t, families["reaper_objstore_requests_total"].GetMetric(), 50)
+
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "readable by node-exporter")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temp file left behind")
+
+	err = WriteTextfile(filepath.Join(dir, "reaper.txt"), reg)
+	require.ErrorContains(t, err, ".prom")
+	err = WriteTextfile(filepath.Join(dir, "missing", "reaper.prom"), reg)
+	require.Error(t, err)
+}
