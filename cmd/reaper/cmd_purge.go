@@ -122,6 +122,15 @@ func (r *purgeReport) err() error {
 	if len(r.Failed) == 0 {
 		return nil
 	}
+	roots := 0
+	for _, f := range r.Failed {
+		if f.Name == "" {
+			roots++
+		}
+	}
+	if roots > 0 {
+		return &failedError{op: "purge", msg: fmt.Sprintf("purge: %d root(s) could not be read and %d table(s) failed; see the lines above", roots, len(r.Failed)-roots)}
+	}
 	return &failedError{op: "purge", failed: len(r.Failed), all: len(r.Purged) + len(r.Skipped) + len(r.Failed)}
 }
 

@@ -59,3 +59,10 @@ func draining(ctx context.Context) bool {
 		return ctx.Err() != nil
 	}
 }
+
+// drainDone returns the channel closed on the first interrupt (nil when the
+// context carries none: such a run only stops on cancellation).
+func drainDone(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(drainKey{}).(<-chan struct{})
+	return ch
+}

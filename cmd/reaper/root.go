@@ -71,7 +71,7 @@ func (g globalOptions) now() time.Time {
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	g := &globalOptions{LogFormat: "text", LogLevel: "info", Stderr: stderr}
+	g := &globalOptions{Stderr: stderr}
 	cmd := &cobra.Command{
 		Use:           "reaper",
 		Short:         "Soft-delete, revive and purge tables of Lance / LanceDB databases",
@@ -104,8 +104,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newReviveCmd(g, stdout),
 		newStatusCmd(g, stdout),
 		newPurgeCmd(g, stdout),
+		newRunCmd(g, stdout),
 		newHoldCmd(g, stdout),
 		newReleaseCmd(g, stdout),
+		newAuditCmd(g, stdout),
 		newDemoCmd(g, stdout),
 		newVersionCmd(stdout),
 	)
@@ -117,8 +119,8 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 		"TTL for drops without --ttl and for markers without ttl_ms")
 	fs.Var(newDurationValue(&g.SkewAllowance, reaper.DefaultSkewAllowance), "skew-allowance",
 		"how far a marker may be dated in the future, and how long after deleted_at table files may change, before reaper refuses to purge")
-	fs.StringVar(&g.LogFormat, "log-format", g.LogFormat, "log format on stderr: text or json")
-	fs.StringVar(&g.LogLevel, "log-level", g.LogLevel, "log level: debug, info, warn or error")
+	fs.StringVar(&g.LogFormat, "log-format", "", "log format on stderr: text or json (default text; purge and run with --config: log.format, json)")
+	fs.StringVar(&g.LogLevel, "log-level", "", "log level: debug, info, warn or error (default info, or log.level)")
 }
 
 // registerStore adds --root and --storage-option to a command that opens a
@@ -133,7 +135,10 @@ func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 // logger builds the stderr logger from --log-format and --log-level.
 func (g globalOptions) logger() (*slog.Logger, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(g.LogLevel)); err != nil || g.LogLevel == "" {
+	if g.LogLevel == "" {
+		g.LogLevel = "info"
+	}
+	if err := level.UnmarshalText([]byte(g.LogLevel)); err != nil {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", g.LogLevel)
 	}
 	w := g.Stderr

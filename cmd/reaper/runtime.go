@@ -15,6 +15,7 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -120,6 +121,15 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	if err != nil {
 		return nil, err
 	}
+	// Flags win; otherwise a configured run logs as log.* says (JSON by
+	// default) and a plain command line logs text.
+	_, envFormat := os.LookupEnv(config.EnvName("log.format"))
+	if so.LogFormat == "" && (f.ConfigPath != "" || envFormat) {
+		so.LogFormat = cfg.Log.Format
+	}
+	if so.LogLevel == "" {
+		so.LogLevel = cfg.Log.Level
+	}
 	log, err := so.logger()
 	if err != nil {
 		return nil, err
@@ -172,7 +182,27 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		Owner:    worker.DefaultOwner(),
 		Version:  version,
 	}
+	if loc := cfg.Audit.Location; loc != "" {
+		ls, err := openAudit(ctx, loc, cfg.Audit.StorageOptions)
+		if err != nil {
+			return nil, usagef("audit.location %s: %w", loc, err)
+		}
+		rt.worker.Observer = worker.Observers{metricsObserver{m}, newLedgerObserver(ls, log)}
+	}
 	return rt, nil
+}
+
+// openAudit opens the ledger location, creating a local directory.
+func openAudit(ctx context.Context, loc string, opts map[string]string) (objstore.Store, error) {
+	if err := ledger.CheckLocation(loc); err != nil {
+		return nil, err
+	}
+	if l, err := objstore.ParseLocation(loc); err == nil && l.Scheme == objstore.SchemeFile {
+		if err := os.MkdirAll(l.Path, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return all.Open(ctx, loc, opts)
 }
 
 // export pushes or writes the pass's metrics when configured.

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/ledger"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
+)
+
+// defaultAuditSince is how far back `reaper audit` looks without --since.
+const defaultAuditSince = 24 * time.Hour
+
+// auditOptions are the flags of `reaper audit`. Location and StorageOptions
+// may be filled from the config file instead of flags.
+type auditOptions struct {
+	globalOptions
+	// Location is the ledger's URI: /abs/path, file:///abs/path or
+	// s3://bucket/prefix; a relative path is made absolute.
+	Location string
+	// StorageOptions are key=value pairs for an s3:// location.
+	StorageOptions []string
+	// Since is how far back to look; zero means defaultAuditSince.
+	Since time.Duration
+	// Output is table or json.
+	Output string
+	// ConfigPath supplies audit.location and its storage options when
+	// --location is not given.
+	ConfigPath string
+}
+
+func (o *auditOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ConfigPath, "config", "", "take the location from audit.location of this configuration file")
+	fs.StringVar(&o.Location, "location", "",
+		"ledger location (required): /abs/path, file:///abs/path or s3://bucket/prefix, outside every table directory")
+	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
+		"storage option key=value for an s3:// location, repeatable (e.g. aws_region=us-east-1)")
+	fs.Var(newDurationValue(&o.Since, defaultAuditSince), "since",
+		"show rows of tables finished within this long before now, e.g. 24h, 7d, 1d12h")
+	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
+}
+
+func newAuditCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
+	o := auditOptions{Output: formatTable}
+	cmd := &cobra.Command{
+		Use:   "audit (--location URI | --config FILE) [--since 24h] [-o table|json]",
+		Short: "Show what purge passes did, from the audit ledger",
+		Long: `Read the audit ledger (one Parquet file per purge pass under passes/ at
+--location) and print one row per table a pass looked at and finished
+within --since (default 24h), oldest first: the action (purged, skipped,
+dry_run, failed, conflict, held, refused), objects and bytes deleted, and
+the reason or error. It changes nothing.
+
+JSON (-o json) is an array of objects whose keys are the Parquet columns:
+pass_id, root, table, action, reason, deleted_at, ttl_ms, purge_after,
+objects, bytes, started, finished, error, reaper_version and host;
+timestamps are RFC 3339 strings, missing values are null.
+
+Exit status: 0 on success (also when nothing was recorded), 1 when the
+ledger cannot be read or holds a file that does not decode, 2 on usage
+errors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.globalOptions = *g
+			return runAudit(cmd.Context(), o, stdout)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// runAudit prints the ledger rows finished within o.Since.
+func runAudit(ctx context.Context, o auditOptions, stdout io.Writer) error {
+	if err := checkFormat(o.Output); err != nil {
+		return err
+	}
+	var so map[string]string
+	if o.Location == "" && o.ConfigPath != "" {
+		cfg, err := config.LoadEnviron(o.ConfigPath, os.Environ())
+		if err != nil {
+			return asUsage(err)
+		}
+		if cfg.Audit.Location == "" {
+			return usagef("--config %s: audit.location is not set; set it or pass --location", o.ConfigPath)
+		}
+		o.Location, so = cfg.Audit.Location, cfg.Audit.StorageOptions
+	}
+	loc, err := resolveLocation(o.Location)
+	if err != nil {
+		return err
+	}
+	if so == nil {
+		if so, err = parseStorageOptions(o.StorageOptions); err != nil {
+			return err
+		}
+	}
+	store, err := all.Open(ctx, loc, so)
+	if err != nil {
+		return usagef("--location %s: %w", loc, err)
+	}
+	since := o.Since
+	if since <= 0 {
+		since = defaultAuditSince
+	}
+	from := o.now().Add(-since)
+	rows, err := ledger.Read(ctx, store, from)
+	if err != nil {
+		return err
+	}
+	if o.Output == formatJSON {
+		return renderAuditJSON(stdout, rows)
+	}
+	return renderAuditTable(stdout, rows, from)
+}
+
+// resolveLocation makes a relative local path absolute and refuses a
+// location inside a table directory.
+func resolveLocation(loc string) (string, error) {
+	if loc == "" {
+		return "", usagef("--location is required: pass the audit ledger location, e.g. --location /var/lib/reaper/ledger or --location s3://bucket/reaper-ledger")
+	}
+	if !strings.Contains(loc, "://") && !filepath.IsAbs(loc) {
+		abs, err := filepath.Abs(loc)
+		if err != nil {
+			return "", usagef("--location %q: make it absolute: %w", loc, err)
+		}
+		loc = abs
+	}
+	if err := ledger.CheckLocation(loc); err != nil {
+		return "", usagef("--location: %w", err)
+	}
+	return loc, nil
+}
+
+// auditJSON is one element of `reaper audit -o json`; keys are the Parquet
+// column names, pointer fields are null when the column is.
+type auditJSON struct {
+	PassID        string  `json:"pass_id"`
+	Root          string  `json:"root"`
+	Table         string  `json:"table"`
+	Action        string  `json:"action"`
+	Reason        *string `json:"reason"`
+	DeletedAt     *string `json:"deleted_at"`
+	TTLMs         *int64  `json:"ttl_ms"`
+	PurgeAfter    *string `json:"purge_after"`
+	Objects       int64   `json:"objects"`
+	Bytes         int64   `json:"bytes"`
+	Started       string  `json:"started"`
+	Finished      string  `json:"finished"`
+	Error         *string `json:"error"`
+	ReaperVersion string  `json:"reaper_version"`
+	Host          string  `json:"host"`
+}
+
+// auditTimeLayout is RFC 3339 with milliseconds, the ledger's precision.
+const auditTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func toAuditJSON(r ledger.Row) auditJSON {
+	str := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	ts := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		return ptr(t.UTC().Format(auditTimeLayout))
+	}
+	out := auditJSON{
+		PassID: r.PassID, Root: r.Root, Table: r.Table, Action: r.Action,
+		Reason: str(r.Reason), DeletedAt: ts(r.DeletedAt), PurgeAfter: ts(r.PurgeAfter),
+		Objects: r.Objects, Bytes: r.Bytes,
+		Started: r.Started.UTC().Format(auditTimeLayout), Finished: r.Finished.UTC().Format(auditTimeLayout),
+		Error: str(r.Error), ReaperVersion: r.Version, Host: r.Host,
+	}
+	if r.TTL != nil {
+		out.TTLMs = ptr(r.TTL.Milliseconds())
+	}
+	return out
+}
+
+func renderAuditJSON(w io.Writer, rows []ledger.Row) error {
+	out := make([]auditJSON, len(rows))
+	for i, r := range rows {
+		out[i] = toAuditJSON(r)
+	}
+	return writeJSON(w, out)
+}
+
+// renderAuditTable prints aligned columns TIME ROOT TABLE ACTION OBJECTS
+// BYTES REASON/ERROR; TIME is when work on the table started.
+func renderAuditTable(w io.Writer, rows []ledger.Row, since time.Time) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintf(w, "no tables recorded in the ledger since %s\n", formatTime(since))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tROOT\tTABLE\tACTION\tOBJECTS\tBYTES\tREASON/ERROR")
+	for _, r := range rows {
+		note := "-" // a trailing empty cell would leave padding at the line end
+		switch {
+		case r.Error != "" && r.Reason != "":
+			note = r.Reason + ": " + r.Error
+		case r.Error != "":
+			note = r.Error
+		case r.Reason != "":
+			note = r.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", formatTime(r.Started), r.Root, r.Table, r.Action,
+			r.Objects, humanBytes(r.Bytes), oneLine(note))
+	}
+	return tw.Flush()
+}
+
+// oneLine keeps a multi-line error on its table row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

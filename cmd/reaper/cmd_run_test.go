@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/scheduler"
+)
+
+// gauge reads one series from the runtime's registry.
+func metricValue(t *testing.T, rt *runtime, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := rt.registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+// The metrics after one real pass say what the pass did.
+func TestMetricsAfterAPass(t *testing.T) {
+	f := newPurgeFixture(t)
+	o := f.b.opts
+	o.Now = at(f.now)
+	rt, err := newRuntime(context.Background(), o, passFlags{})
+	require.NoError(t, err)
+	defer rt.close()
+	_, err = rt.worker.Pass(context.Background(), nil)
+	require.NoError(t, err)
+
+	root := "file://" + f.b.opts.Root
+	objs := f.sizes["due"][0] + f.sizes["older.v2"][0]
+	bytes := f.sizes["due"][1] + f.sizes["older.v2"][1]
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"reaper_passes_total", map[string]string{"result": "partial"}, 1},
+		{"reaper_passes_total", map[string]string{"result": "success"}, 0},
+		{"reaper_pass_duration_seconds", nil, 1},
+		{"reaper_tables_purged_total", nil, 3},
+		{"reaper_objects_deleted_total", nil, float64(objs)},
+		{"reaper_bytes_reclaimed_total", nil, float64(bytes)},
+		{"reaper_purge_conflicts_total", nil, 1},
+		{"reaper_purge_failures_total", map[string]string{"reason": "invalid_marker"}, 2},
+		{"reaper_skipped_total", map[string]string{"reason": "not_due"}, 1},
+		{"reaper_tables", map[string]string{"root": root, "state": "live"}, 1},
+		{"reaper_tables", map[string]string{"root": root, "state": "due"}, 4},
+		{"reaper_tables", map[string]string{"root": root, "state": "invalid_marker"}, 2},
+		{"reaper_tables", map[string]string{"root": root, "state": "orphan_marker"}, 1},
+		{"reaper_lock_acquisitions_total", map[string]string{"result": "acquired"}, 3},
+	} {
+		require.Equal(t, tc.want, metricValue(t, rt, tc.name, tc.labels), "%s%v", tc.name, tc.labels)
+	}
+	require.Positive(t, metricValue(t, rt, "reaper_objstore_requests_total", map[string]string{"op": "delete_batch", "code": "ok"}))
+	problems, err := testutil.GatherAndLint(rt.registry)
+	require.NoError(t, err)
+	for _, p := range problems {
+		require.True(t, strings.HasPrefix(p.Metric, "go_") || strings.HasPrefix(p.Metric, "process_"), "lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// The daemon serves its endpoints, runs a pass at start and on schedule,
+// and exits 0 on the first signal.
+func TestDaemonRunsScheduledPassesAndShutsDown(t *testing.T) {
+	f := newPurgeFixture(t)
+	o := runOptions{storeOptions: f.b.opts}
+	o.Now = at(f.now)
+	o.Sets = []string{"listen=127.0.0.1:0", "schedule=@every 10m", "shutdown_grace=5s"}
+	clock := scheduler.NewFakeClock(time.Now())
+	o.clock = clock
+	ready := make(chan string, 1)
+	o.ready = ready
+	drain := make(chan struct{})
+	ctx := withDrain(context.Background(), drain)
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(ctx, o, io.Discard) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("daemon exited early: %v", err)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/healthz")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = get("/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+
+	// The first pass runs at start; then the scheduler waits on its timer.
+	waitCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, clock.WaitForTimers(waitCtx, 1))
+	require.Eventually(t, func() bool {
+		_, body := get("/metrics")
+		return strings.Contains(body, `reaper_passes_total{result="partial"} 1`)
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Empty(t, f.b.tableKeys(t, "due"))
+
+	clock.Advance(10 * time.Minute)
+	require.Eventually(t, func() bool {
+		_, body := get("/metrics")
+		return strings.Contains(body, `reaper_passes_total{result="partial"} 2`)
+	}, 30*time.Second, 20*time.Millisecond)
+
+	close(drain)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not stop after the first signal")
+	}
+}
+
+// A bad config is a usage error naming the key.
+func TestDaemonConfigErrors(t *testing.T) {
+	o := runOptions{storeOptions: localBackend(t).opts}
+	o.Sets = []string{"schedule=every tuesday"}
+	err := runDaemon(context.Background(), o, io.Discard)
+	require.Equal(t, exitUsage, exitCode(err))
+	require.ErrorContains(t, err, "schedule")
+}
+
+// A pass writes one ledger row per decision, and reaper audit reads them.
+func TestPurgeWritesTheAuditLedger(t *testing.T) {
+	f := newPurgeFixture(t)
+	ledgerDir := t.TempDir() + "/ledger"
+	o := f.opts(false)
+	o.Sets = []string{"audit.location=" + ledgerDir}
+	var out strings.Builder
+	_ = runPurge(context.Background(), o, &out)
+
+	out.Reset()
+	ao := auditOptions{globalOptions: quiet(), Location: ledgerDir, Output: "json", Since: 1000 * 24 * time.Hour}
+	ao.Now = at(f.now.Add(time.Minute))
+	require.NoError(t, runAudit(context.Background(), ao, &out))
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &rows), out.String())
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r["table"].(string)] = r["action"].(string)
+		require.Equal(t, "file://"+f.b.opts.Root, r["root"])
+	}
+	require.Equal(t, map[string]string{
+		"due": "purged", "older.v2": "purged", "orphan": "purged", "notdue": "skipped",
+		"conflict": "conflict", "garbage": "failed", "negative": "failed",
+	}, got)
+}

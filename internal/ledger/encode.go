@@ -1,0 +1,104 @@
+package ledger
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// File metadata keys.
+const (
+	MetaPassID      = "reaper.pass_id"
+	MetaPassStarted = "reaper.pass_started"
+)
+
+// encode renders rows as one Parquet file with one row group.
+func encode(rows []Row, passID string, started time.Time) ([]byte, error) {
+	mem := memory.DefaultAllocator
+	b := array.NewRecordBuilder(mem, Schema())
+	defer b.Release()
+	b.Reserve(len(rows))
+	for _, r := range rows {
+		appendRow(b, r)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithAllocator(mem),
+	)
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+	if err != nil {
+		return nil, err
+	}
+	if err := fw.Write(rec); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	if err := fw.AppendKeyValueMetadata(MetaPassID, passID); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	if err := fw.AppendKeyValueMetadata(MetaPassStarted, started.UTC().Format(jsonTimeLayout)); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	if err := fw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// jsonTimeLayout is RFC 3339 with milliseconds, the ledger's precision.
+const jsonTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// appendRow appends r in column order; see columns.
+func appendRow(b *array.RecordBuilder, r Row) {
+	f := b.Fields()
+	f[0].(*array.StringBuilder).Append(r.PassID)
+	f[1].(*array.StringBuilder).Append(r.Root)
+	f[2].(*array.StringBuilder).Append(r.Table)
+	f[3].(*array.StringBuilder).Append(r.Action)
+	appendString(f[4].(*array.StringBuilder), r.Reason)
+	appendTime(f[5].(*array.TimestampBuilder), r.DeletedAt)
+	if r.TTL != nil {
+		f[6].(*array.Int64Builder).Append(r.TTL.Milliseconds())
+	} else {
+		f[6].AppendNull()
+	}
+	appendTime(f[7].(*array.TimestampBuilder), r.PurgeAfter)
+	f[8].(*array.Int64Builder).Append(r.Objects)
+	f[9].(*array.Int64Builder).Append(r.Bytes)
+	f[10].(*array.TimestampBuilder).Append(arrow.Timestamp(r.Started.UnixMilli()))
+	f[11].(*array.TimestampBuilder).Append(arrow.Timestamp(r.Finished.UnixMilli()))
+	appendString(f[12].(*array.StringBuilder), r.Error)
+	f[13].(*array.StringBuilder).Append(r.Version)
+	f[14].(*array.StringBuilder).Append(r.Host)
+}
+
+// appendString writes "" as null.
+func appendString(b *array.StringBuilder, s string) {
+	if s == "" {
+		b.AppendNull()
+		return
+	}
+	b.Append(s)
+}
+
+// appendTime writes the zero time as null.
+func appendTime(b *array.TimestampBuilder, t time.Time) {
+	if t.IsZero() {
+		b.AppendNull()
+		return
+	}
+	b.Append(arrow.Timestamp(t.UnixMilli()))
+}

@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Column names, in file order.
+const (
+	ColPassID     = "pass_id"
+	ColRoot       = "root"
+	ColTable      = "table"
+	ColAction     = "action"
+	ColReason     = "reason"
+	ColDeletedAt  = "deleted_at"
+	ColTTLMs      = "ttl_ms"
+	ColPurgeAfter = "purge_after"
+	ColObjects    = "objects"
+	ColBytes      = "bytes"
+	ColStarted    = "started"
+	ColFinished   = "finished"
+	ColError      = "error"
+	ColVersion    = "reaper_version"
+	ColHost       = "host"
+)
+
+// column is one documented column of the ledger.
+type column struct {
+	field arrow.Field
+	doc   string
+}
+
+var tsType = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+
+func col(name string, typ arrow.DataType, nullable bool, doc string) column {
+	return column{field: arrow.Field{Name: name, Type: typ, Nullable: nullable}, doc: doc}
+}
+
+// columns is the single source of the schema and its documentation.
+var columns = []column{
+	col(ColPassID, arrow.BinaryTypes.String, false, "id of the pass that wrote the row"),
+	col(ColRoot, arrow.BinaryTypes.String, false, "database root URI, without secrets"),
+	col(ColTable, arrow.BinaryTypes.String, false, `table name, without ".lance"`),
+	col(ColAction, arrow.BinaryTypes.String, false, strings.Join(Actions(), ", ")),
+	col(ColReason, arrow.BinaryTypes.String, true, "why the action was taken; null when there is nothing to explain"),
+	col(ColDeletedAt, tsType, true, "the marker's deleted_at; null without a readable marker"),
+	col(ColTTLMs, arrow.PrimitiveTypes.Int64, true, "the TTL applied, in milliseconds; null when unknown"),
+	col(ColPurgeAfter, tsType, true, "deleted_at + TTL; null when either is unknown"),
+	col(ColObjects, arrow.PrimitiveTypes.Int64, false, "objects deleted (dry_run: that would be deleted)"),
+	col(ColBytes, arrow.PrimitiveTypes.Int64, false, "bytes deleted (dry_run: that would be deleted)"),
+	col(ColStarted, tsType, false, "when work on the table started"),
+	col(ColFinished, tsType, false, "when work on the table finished"),
+	col(ColError, arrow.BinaryTypes.String, true, "the error of a failed or conflict row; null otherwise"),
+	col(ColVersion, arrow.BinaryTypes.String, false, "version of the reaper that wrote the row"),
+	col(ColHost, arrow.BinaryTypes.String, false, "host name of the reaper that wrote the row"),
+}
+
+// Schema returns the Arrow schema of a ledger file.
+func Schema() *arrow.Schema {
+	fields := make([]arrow.Field, len(columns))
+	for i, c := range columns {
+		fields[i] = c.field
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// SchemaDoc renders the columns as a plain-text table for docs/FORMAT.md:
+// name, Arrow type, nullability and meaning, one column per line.
+func SchemaDoc() string {
+	var b strings.Builder
+	for _, c := range columns {
+		null := "not null"
+		if c.field.Nullable {
+			null = "null"
+		}
+		fmt.Fprintf(&b, "%-15s %-22s %-9s %s\n", c.field.Name, c.field.Type, null, c.doc)
+	}
+	return b.String()
+}

@@ -1,0 +1,107 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// Prefix is the key prefix under which every pass file lives.
+const Prefix = "passes/"
+
+// keyTimeLayout is RFC 3339 basic format with milliseconds: fixed width, so
+// keys sort by time, and free of ":".
+const keyTimeLayout = "20060102T150405.000Z"
+
+// passIDPattern keeps a pass id to one safe key segment.
+var passIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Writer buffers the rows of one pass and writes them as one Parquet file on
+// Close. Add is safe for concurrent use; a pass has at most thousands of rows,
+// so they are held in memory.
+type Writer struct {
+	store   objstore.Store
+	passID  string
+	started time.Time
+
+	mu     sync.Mutex
+	rows   []Row
+	closed bool
+}
+
+// NewWriter starts the ledger of pass passID, which started at started.
+// passID must be 1 to 128 letters, digits, '.', '_' or '-' (Close checks).
+func NewWriter(store objstore.Store, passID string, started time.Time) *Writer {
+	return &Writer{store: store, passID: passID, started: started}
+}
+
+// Add buffers one row. An empty PassID is set to the writer's, a zero Started
+// to the pass start and a zero Finished to Started.
+func (w *Writer) Add(r Row) {
+	if r.PassID == "" {
+		r.PassID = w.passID
+	}
+	if r.Started.IsZero() {
+		r.Started = w.started
+	}
+	if r.Finished.IsZero() {
+		r.Finished = r.Started
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rows = append(w.rows, r)
+}
+
+// Len is the number of rows added so far.
+func (w *Writer) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.rows)
+}
+
+// Close encodes the rows (possibly none) as Parquet and writes the file; it
+// returns the key written. Rows added after Close are lost; a second Close
+// is an error.
+func (w *Writer) Close(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	rows, closed := w.rows, w.closed
+	w.closed = true
+	w.mu.Unlock()
+	if closed {
+		return "", fmt.Errorf("close ledger of pass %s: already closed", w.passID)
+	}
+	if !passIDPattern.MatchString(w.passID) {
+		return "", fmt.Errorf("close ledger of pass %q: pass id must be 1 to 128 letters, digits, '.', '_' or '-'", w.passID)
+	}
+	key := Key(w.passID, passEnd(w.started, rows))
+	body, err := encode(rows, w.passID, w.started)
+	if err != nil {
+		return "", fmt.Errorf("encode ledger of pass %s: %w", w.passID, err)
+	}
+	if _, err := w.store.Put(ctx, key, body); err != nil {
+		return "", fmt.Errorf("write ledger %s: %w", key, err)
+	}
+	return key, nil
+}
+
+// passEnd is the latest Finished of the rows, or started without rows.
+func passEnd(started time.Time, rows []Row) time.Time {
+	end := started
+	for _, r := range rows {
+		if r.Finished.After(end) {
+			end = r.Finished
+		}
+	}
+	return end
+}
+
+// Key is the object key of the file of pass passID that ended at end:
+// passes/YYYY/MM/DD/YYYYMMDDTHHMMSS.mmmZ-<passID>.parquet, in UTC.
+func Key(passID string, end time.Time) string {
+	end = end.UTC()
+	return Prefix + end.Format("2006/01/02/") + end.Format(keyTimeLayout) + "-" + passID + ".parquet"
+}
