@@ -128,7 +128,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := purgeReportOf(pass)
+	rep := purgeReportOf(pass, false)
 	if err := renderPurgeTable(stdout, rep); err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	if err := rt.export(ctx); err != nil {
 		rt.log.Error("export metrics", "err", err)
 	}
-	out := purgeReportOf(rep)
+	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
 	if o.Output == formatJSON {
 		err = writeJSON(stdout, out)
 	} else {
@@ -149,10 +149,11 @@ func notStarted(rep *worker.Report) int {
 
 // purgeReportOf flattens a pass into the purge JSON: purged (and dry-run)
 // tables, skipped ones with a reason, failed ones with an error. Entries
-// carry their root when the pass covered more than one.
-func purgeReportOf(rep *worker.Report) *purgeReport {
+// carry their root when the pass covers more than one (or may: several
+// configured roots, discovery patterns).
+func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 	out := newPurgeReport(rep.DryRun)
-	multi := len(rep.Roots) > 1
+	multi := withRoot || len(rep.Roots) > 1
 	for _, rr := range rep.Roots {
 		root := ""
 		if multi {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -180,4 +181,41 @@ func TestPurgeWritesTheAuditLedger(t *testing.T) {
 		"due": "purged", "older.v2": "purged", "orphan": "purged", "notdue": "skipped",
 		"conflict": "conflict", "garbage": "failed", "negative": "failed",
 	}, got)
+}
+
+// --shard I/N splits roots between replicas: each root is purged by
+// exactly one shard.
+func TestShardFlagSplitsRoots(t *testing.T) {
+	var roots []string
+	for i := range 6 {
+		b := localBackend(t)
+		b.writeTable(t, "t", time.Now().Add(-30*day))
+		b.writeMarker(t, "t", markerBody(time.Now().Add(-20*day), 7*day), time.Now().Add(-20*day))
+		roots = append(roots, fmt.Sprintf("roots=%s", b.opts.Root))
+		_ = i
+	}
+	all := []string{}
+	for _, r := range roots {
+		all = append(all, strings.TrimPrefix(r, "roots="))
+	}
+	seen := map[string]int{}
+	for i := range 3 {
+		var out strings.Builder
+		o := purgeOptions{storeOptions: storeOptions{globalOptions: quiet()}, Output: "json"}
+		o.Sets = []string{"roots=" + strings.Join(all, ",")}
+		o.Shard = fmt.Sprintf("%d/3", i)
+		require.NoError(t, runPurge(context.Background(), o, &out))
+		rep, _ := decodeReport(t, []byte(out.String()))
+		for _, p := range rep.Purged {
+			seen[p.Root]++
+		}
+	}
+	require.Len(t, seen, 6, "every root purged: %v", seen)
+	for r, n := range seen {
+		require.Equal(t, 1, n, r)
+	}
+	var out strings.Builder
+	o := purgeOptions{storeOptions: storeOptions{globalOptions: quiet(), Root: all[0]}, Output: "json"}
+	o.Shard = "3/3"
+	require.Equal(t, exitUsage, exitCode(runPurge(context.Background(), o, &out)))
 }

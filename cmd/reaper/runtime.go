@@ -33,6 +33,8 @@ type passFlags struct {
 	AllowShortTTL bool
 	Pushgateway   string
 	Textfile      string
+	// Shard is "I/N": this replica takes the roots hashed to index I of N.
+	Shard string
 }
 
 func (f *passFlags) register(fs *pflag.FlagSet) {
@@ -41,6 +43,7 @@ func (f *passFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, "purge markers whose ttl is below safety.min_ttl (default 1h)")
 	fs.StringVar(&f.Pushgateway, "pushgateway", "", "push the pass's metrics to this Prometheus Pushgateway URL")
 	fs.StringVar(&f.Textfile, "textfile", "", "write the pass's metrics to this .prom file for the node-exporter textfile collector")
+	fs.StringVar(&f.Shard, "shard", "", "I/N: take only the roots assigned to shard I of N (0-based; stable hashing); a Kubernetes Indexed Job sets I through JOB_COMPLETION_INDEX")
 }
 
 // runtime is everything a pass needs, wired once: configuration, logger,
@@ -90,6 +93,18 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 		}
 		if err := cfg.Set(k, v); err != nil {
 			return cfg, asUsage(err)
+		}
+	}
+	if f.Shard != "" {
+		i, n, ok := strings.Cut(f.Shard, "/")
+		if !ok {
+			return cfg, usagef("--shard %q: want I/N, e.g. --shard 0/3", f.Shard)
+		}
+		if err := cfg.Set("shard.count", n); err != nil {
+			return cfg, usagef("--shard %q: %w", f.Shard, err)
+		}
+		if err := cfg.Set("shard.index", i); err != nil {
+			return cfg, usagef("--shard %q: %w", f.Shard, err)
 		}
 	}
 	if f.AllowShortTTL {
