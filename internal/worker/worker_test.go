@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
@@ -371,3 +373,36 @@ func (decisionHook) RootPlanned(*Report, *RootReport, lifecycle.Plan, time.Time)
 func (h decisionHook) Decision(_ *Report, d Decision)                            { h(d) }
 func (decisionHook) RootFinished(*Report, *RootReport)                           {}
 func (decisionHook) PassFinished(*Report)                                        {}
+
+// A pass traces itself: one span per pass, per root and per table purge,
+// nested, with the attributes an operator searches by.
+func TestPassSpans(t *testing.T) {
+	f := newFixture(t, "local", 1)
+	f.table(0, "old", 1, 1, 7*day)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	w := f.worker(baseConfig(), 8*day)
+	w.Tracer = tp.Tracer("test")
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		spans[s.Name()] = s
+	}
+	require.Contains(t, spans, "reaper.pass")
+	require.Contains(t, spans, "reaper.root")
+	require.Contains(t, spans, "reaper.purge_table")
+	require.Equal(t, spans["reaper.pass"].SpanContext().SpanID(), spans["reaper.root"].Parent().SpanID())
+	require.Equal(t, spans["reaper.root"].SpanContext().SpanID(), spans["reaper.purge_table"].Parent().SpanID())
+	attrs := map[string]string{}
+	for _, a := range spans["reaper.purge_table"].Attributes() {
+		attrs[string(a.Key)] = a.Value.Emit()
+	}
+	require.Equal(t, "old", attrs["reaper.table"])
+	require.Equal(t, "3", attrs["reaper.objects"])
+	for _, a := range spans["reaper.pass"].Attributes() {
+		if a.Key == "reaper.pass_id" {
+			require.Equal(t, rep.PassID, a.Value.AsString())
+		}
+	}
+}
