@@ -59,22 +59,14 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
-	for _, name := range o.Names {
+	return eachName(stdout, "drop", o.Names, func(name string) (string, error) {
 		m, err := ns.Drop(ctx, name, o.TTL)
 		if err != nil {
-			failed++
-			fmt.Fprintf(stdout, "%s: %s\n", name, dropFailure(name, err))
-			continue
+			return "", err
 		}
-		ttl := m.TTL(0)
-		fmt.Fprintf(stdout, "%s: dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'\n",
-			name, formatDuration(ttl), formatTime(m.PurgeAfter(0)), ns.URI(), name)
-	}
-	if failed > 0 {
-		return &failedError{op: "drop", failed: failed, all: len(o.Names)}
-	}
-	return nil
+		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'",
+			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), ns.URI(), name), nil
+	}, dropFailure)
 }
 
 // dropFailure explains a failed drop in operator terms.

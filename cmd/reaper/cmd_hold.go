@@ -56,19 +56,12 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
-	for _, name := range o.Names {
-		if _, err := ns.PlaceHold(ctx, name, o.Reason); err != nil {
-			failed++
-			fmt.Fprintf(stdout, "%s: not held: %s%s\n", name, err, notFoundHint(name, err))
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: held (%s): no purge deletes it until 'reaper release'\n", name, o.Reason)
-	}
-	if failed > 0 {
-		return &failedError{op: "hold", failed: failed, all: len(o.Names)}
-	}
-	return nil
+	return eachName(stdout, "hold", o.Names, func(name string) (string, error) {
+		_, err := ns.PlaceHold(ctx, name, o.Reason)
+		return fmt.Sprintf("held (%s): no purge deletes it until 'reaper release'", o.Reason), err
+	}, func(name string, err error) string {
+		return "not held: " + err.Error() + notFoundHint(name, err)
+	})
 }
 
 // releaseOptions are the flags and arguments of `reaper release`.
@@ -104,19 +97,9 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
-	for _, name := range o.Names {
-		if err := ns.ReleaseHold(ctx, name); err != nil {
-			failed++
-			fmt.Fprintf(stdout, "%s: not released: %s\n", name, err)
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: hold released\n", name)
-	}
-	if failed > 0 {
-		return &failedError{op: "release", failed: failed, all: len(o.Names)}
-	}
-	return nil
+	return eachName(stdout, "release", o.Names, func(name string) (string, error) {
+		return "hold released", ns.ReleaseHold(ctx, name)
+	}, func(_ string, err error) string { return "not released: " + err.Error() })
 }
 
 func notFoundHint(name string, err error) string {

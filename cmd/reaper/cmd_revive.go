@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -51,19 +50,9 @@ func runRevive(ctx context.Context, o reviveOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
-	for _, name := range o.Names {
-		if err := ns.Revive(ctx, name); err != nil {
-			failed++
-			fmt.Fprintf(stdout, "%s: %s\n", name, reviveFailure(name, err))
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: revived: marker removed, the table is live again\n", name)
-	}
-	if failed > 0 {
-		return &failedError{op: "revive", failed: failed, all: len(o.Names)}
-	}
-	return nil
+	return eachName(stdout, "revive", o.Names, func(name string) (string, error) {
+		return "revived: marker removed, the table is live again", ns.Revive(ctx, name)
+	}, reviveFailure)
 }
 
 func reviveFailure(name string, err error) string {

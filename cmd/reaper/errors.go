@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 )
 
 // usageError marks a usage or configuration error: exit status 2.
@@ -65,4 +66,24 @@ func draining(ctx context.Context) bool {
 func drainDone(ctx context.Context) <-chan struct{} {
 	ch, _ := ctx.Value(drainKey{}).(<-chan struct{})
 	return ch
+}
+
+// eachName applies fn to every name in order, prints "<name>: <line>" for
+// each (fn's success line, or its failure explained by explain), and
+// returns a failedError naming op when any failed: the shape of drop,
+// revive, hold and release.
+func eachName(stdout io.Writer, op string, names []string, fn func(name string) (string, error), explain func(name string, err error) string) error {
+	failed := 0
+	for _, name := range names {
+		line, err := fn(name)
+		if err != nil {
+			failed++
+			line = explain(name, err)
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", name, line)
+	}
+	if failed > 0 {
+		return &failedError{op: op, failed: failed, all: len(names)}
+	}
+	return nil
 }
