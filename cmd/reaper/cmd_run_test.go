@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +220,27 @@ func TestShardFlagSplitsRoots(t *testing.T) {
 	o := purgeOptions{storeOptions: storeOptions{globalOptions: quiet(), Root: all[0]}, Output: "json"}
 	o.Shard = "3/3"
 	require.Equal(t, exitUsage, exitCode(runPurge(context.Background(), o, &out)))
+}
+
+// A one-shot pass can leave its metrics for the node-exporter textfile
+// collector, and push them to a Pushgateway.
+func TestPurgeExportsMetrics(t *testing.T) {
+	f := newPurgeFixture(t)
+	var pushed strings.Builder
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pushed.WriteString(r.Method + " " + r.URL.Path + "\n" + string(b))
+	}))
+	defer gw.Close()
+	o := f.opts(false)
+	o.Textfile = t.TempDir() + "/reaper.prom"
+	o.Pushgateway = gw.URL
+	var out strings.Builder
+	_ = runPurge(context.Background(), o, &out)
+	b, err := os.ReadFile(o.Textfile)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `reaper_passes_total{result="partial"} 1`)
+	require.Contains(t, string(b), "reaper_tables_purged_total 3")
+	require.Contains(t, pushed.String(), "/metrics/job/reaper")
+	require.Contains(t, pushed.String(), "reaper_objects_deleted_total")
 }

@@ -167,7 +167,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	}
 	ns, err := lifecycle.New(store, lifecycle.Options{
 		DefaultTTL: cfg.Defaults.TTL.D(), SkewAllowance: cfg.Defaults.SkewAllowance.D(),
-		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, Logger: log,
+		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, Logger: p.log, // lifecycle adds the root
 	})
 	if err != nil {
 		rr.Err = err
