@@ -62,7 +62,7 @@ type PurgeResult struct {
 //
 //  1. read and check the marker (valid, due, not future-dated);
 //  2. take the table's lease; re-read the marker under it and stop if its
-//     bytes or ETag changed or it vanished;
+//     bytes or ETag changed or it vanished; stop if a legal hold exists;
 //  3. identity fence: walk <name>.lance/ once; any object modified after the
 //     marker was written, or after deleted_at + skew allowance, means a
 //     writer that ignores our lock (LanceDB reviving by overwrite) has been
@@ -97,17 +97,13 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if !st.Due(now) {
 		return res, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
 	}
-	// A legal hold blocks the purge; it is checked again under the lease.
-	if h, err := ns.readHold(ctx, name); err != nil || h != nil {
-		if err != nil {
-			return res, fmt.Errorf("purge %q: %w", name, err)
-		}
-		return res, heldError(name, h)
-	}
 	fence := ns.fence(m, mobj)
 	log := ns.log.With("table", name)
 
 	if opts.DryRun {
+		if err := ns.checkHold(ctx, name); err != nil {
+			return res, err
+		}
 		err := ns.walkTable(ctx, name, func(o objstore.Object) error {
 			if err := fence(o); err != nil {
 				return err
@@ -137,11 +133,10 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if mobj2.ETag != mobj.ETag || !bytes.Equal(body, body2) {
 		return res, &ConflictError{Name: name, Reason: "marker changed while taking the lock (revived and dropped again?); the next pass re-reads it"}
 	}
-	if h, err := ns.readHold(ctx, name); err != nil || h != nil {
-		if err != nil {
-			return res, fmt.Errorf("purge %q: %w", name, err)
-		}
-		return res, heldError(name, h)
+	// A legal hold blocks the purge. It is read under the lease only: a hold
+	// placed before that read is seen, and one request per table is saved.
+	if err := ns.checkHold(ctx, name); err != nil {
+		return res, err
 	}
 
 	// 3. Identity fence, collecting keys: manifests in memory, the rest
@@ -234,6 +229,18 @@ func (ns *Namespace) fence(m Marker, marker objstore.Object) func(objstore.Objec
 		}
 		return nil
 	}
+}
+
+// checkHold returns a heldError while the table has a legal hold.
+func (ns *Namespace) checkHold(ctx context.Context, name string) error {
+	h, err := ns.readHold(ctx, name)
+	if err != nil {
+		return fmt.Errorf("purge %q: %w", name, err)
+	}
+	if h != nil {
+		return heldError(name, h)
+	}
+	return nil
 }
 
 // walkTable calls fn for every object under <name>.lance/.
