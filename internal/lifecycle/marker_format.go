@@ -42,7 +42,8 @@ func ParseMarker(body []byte) (Marker, error) {
 	if raw == nil {
 		return Marker{}, fmt.Errorf("%w: not a JSON object", ErrInvalidMarker)
 	}
-	if dec.More() {
+	// dec.More() misses a trailing '}' or ']': check the rest is whitespace.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return Marker{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidMarker)
 	}
 	var m Marker
