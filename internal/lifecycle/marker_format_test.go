@@ -36,6 +36,8 @@ func TestParseMarker(t *testing.T) {
 		{"null", `null`, Marker{}, "not a JSON object"},
 		{"truncated", `{"deleted_at_ms":1000,"ttl_ms":`, Marker{}, "not a JSON object"},
 		{"trailing data", `{"deleted_at_ms":1000}{"x":1}`, Marker{}, "trailing data"},
+		{"trailing brace", `{"deleted_at_ms":1000}}`, Marker{}, "trailing data"},
+		{"trailing bracket", "{\"deleted_at_ms\":1000}\n]", Marker{}, "trailing data"},
 		{"missing deleted_at", `{"ttl_ms":1000}`, Marker{}, "missing deleted_at_ms"},
 		{"negative deleted_at", `{"deleted_at_ms":-1,"ttl_ms":1000}`, Marker{}, "deleted_at_ms is negative"},
 		{"negative ttl", `{"deleted_at_ms":1,"ttl_ms":-5}`, Marker{}, "ttl_ms is negative"},
