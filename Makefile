@@ -12,9 +12,11 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/reaper demo --dir $(DEMO_DIR)
 
-## test: every test, with the race detector, against memory, local disk and a real S3 server
-test: tools lint
-	REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 20m ./...
+## test: every test, with the race detector, against memory, local disk, a real S3 server and the
+## real LanceDB client (installs versitygw and the npm packages on first use)
+test: tools lint build interop-deps
+	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  $(GO) test -race -count=1 -timeout 25m ./...
 
 ## unit: the tests without installing anything (S3 tests skip unless a server is found)
 unit:
@@ -36,3 +38,25 @@ tools:
 
 clean:
 	rm -rf bin var
+
+## bench: purge benchmark vs awscli, rclone and rm -rf on a local versitygw; writes BENCHMARKS.md
+## (installs missing peers and versitygw, builds reaper; BENCH_ARGS=--quick for a shorter run)
+BENCH_ARGS ?=
+.PHONY: bench
+bench:
+	$(GO) run ./bench $(BENCH_ARGS)
+
+## interop: reaper against the real LanceDB client (npm @lancedb/lancedb) on a local root and on S3
+INTEROP := test/interop
+.PHONY: interop interop-deps
+interop: tools build interop-deps
+	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
+
+## interop-deps: install the pinned LanceDB client into test/interop/node_modules (npm install, the committed lock)
+interop-deps: $(INTEROP)/node_modules/.package-lock.json
+
+# npm install, not npm ci (builds for other platforms are not served) and
+# never --omit=optional (the native binary is an optional dependency).
+$(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	cd $(INTEROP) && npm install --no-audit --no-fund
+	@touch $@
