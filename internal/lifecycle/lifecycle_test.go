@@ -530,3 +530,41 @@ func TestPurgeBudgetContinuesNextTime(t *testing.T) {
 		require.Empty(t, snapshot(t, s))
 	})
 }
+
+// A purge handed the plan's marker skips its first read, and still sees a
+// marker rewritten since the plan.
+func TestPurgeWithPlannedMarker(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		ns := newNS(t, s, c)
+		lanceTable(t, s, "a", 1)
+		lanceTable(t, s, "b", 1)
+		for _, n := range []string{"a", "b"} {
+			_, err := ns.Drop(ctx, n, time.Second)
+			require.NoError(t, err)
+		}
+		c.Advance(time.Minute)
+		p, err := ns.PlanPurge(ctx, c.Now())
+		require.NoError(t, err)
+		require.Len(t, p.Due, 2)
+		require.NotEmpty(t, p.Due[0].MarkerETag)
+
+		// b is revived and dropped again after the plan.
+		require.NoError(t, ns.Revive(ctx, "b"))
+		c.Advance(time.Second)
+		_, err = s.PutIfAbsent(ctx, MarkerKey("b"), EncodeMarker(c.Now().Add(-time.Hour), time.Second))
+		require.NoError(t, err)
+
+		for _, st := range p.Due {
+			res, err := ns.Purge(ctx, st.Name, PurgeOptions{Planned: &st})
+			if st.Name == "a" {
+				require.NoError(t, err)
+				require.Equal(t, OutcomePurged, res.Outcome)
+			} else {
+				require.ErrorIs(t, err, ErrConflict)
+			}
+		}
+		require.Len(t, keysUnder(snapshot(t, s), "b.lance/"), 8)
+	})
+}

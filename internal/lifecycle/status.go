@@ -38,8 +38,10 @@ type TableStatus struct {
 	// DeletedAt and PurgeAfter are set with Marker.
 	DeletedAt  time.Time
 	PurgeAfter time.Time
-	// MarkerModified is the store's last-modified time of the marker.
+	// MarkerModified is the store's last-modified time of the marker, and
+	// MarkerETag its ETag when it was read.
 	MarkerModified time.Time
+	MarkerETag     string
 	// Problem explains invalid_marker and future-dated markers.
 	Problem string
 	// FutureDated: deleted_at is further in the future than the skew
@@ -221,7 +223,7 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 	if err != nil {
 		return s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err)
 	}
-	s.MarkerModified = obj.LastModified
+	s.MarkerModified, s.MarkerETag = obj.LastModified, obj.ETag
 	m, err := ParseMarker(body)
 	if err != nil {
 		s.State, s.Problem = StateInvalidMarker, err.Error()

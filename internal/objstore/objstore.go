@@ -64,6 +64,9 @@ type Page struct {
 //     directory-like string ending in "/" or "" for the root.
 //   - Walk streams every object under prefix at any depth, page by page in
 //     lexicographic key order; it never holds the whole listing in memory.
+//     The local backend keeps that order within directories of up to 10,000
+//     entries and streams larger ones in directory order (holding a million
+//     names to sort them would defeat streaming); it never retries a walk.
 //   - If fn returns an error, List and Walk stop and return it unchanged.
 //   - Get and Head return ErrNotFound for a missing key.
 //   - Put replaces atomically: a reader sees the old or the new bytes, never a
@@ -78,7 +81,9 @@ type Page struct {
 //     ErrPrecondition on a different ETag and ErrNotFound on a missing key.
 //   - Delete of a missing key succeeds.
 //   - DeleteIfMatch deletes only when the current ETag equals etag;
-//     ErrPrecondition on a different ETag, ErrNotFound on a missing key.
+//     ErrPrecondition on a different ETag. On a missing key it returns
+//     ErrNotFound where the store can tell (memory, local, AWS S3); some S3
+//     servers (versitygw) answer success, so callers treat both as "gone".
 //   - DeleteBatch deletes up to MaxBatchDelete keys (more is an error before any
 //     request); missing keys count as deleted; per-key failures are returned
 //     as a *BatchError listing each failed key.

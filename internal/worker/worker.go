@@ -335,7 +335,7 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	}
 	res, err := ns.Purge(ctx, s.Name, lifecycle.PurgeOptions{
 		DryRun: p.rep.DryRun, DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
-		MaxObjects: maxObjects, Progress: progress,
+		MaxObjects: maxObjects, Progress: progress, Planned: &s,
 	})
 	d.Finished = p.now()
 	d.Objects, d.Bytes = res.Objects, res.Bytes

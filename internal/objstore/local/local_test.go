@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"regexp"
 	"sync"
 	"testing"
@@ -236,4 +237,44 @@ func TestCrossProcessRace(t *testing.T) {
 		cmd.Env = append(os.Environ(), childEnv+"="+dir, fmt.Sprint(childIDEnv, "=", i))
 		return cmd
 	})
+}
+
+// A directory larger than the sort limit is streamed, not sorted in memory: every
+// object still arrives exactly once, and a name prefix still filters.
+func TestWalkHugeDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s, err := local.Open(dir, local.WithPageSize(700))
+	require.NoError(t, err)
+	n := 10000 + 1500 // more than the 10,000-entry sort limit
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "t.lance", "data"), 0o755))
+	for i := range n {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "t.lance", "data", fmt.Sprintf("%06d.lance", i)), nil, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "t.lance", "_versions_1.manifest"), nil, 0o644))
+	for i := range 50 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "t.lance", "data", fmt.Sprintf("zz%d.lance", i)), nil, 0o644))
+	}
+	seen := map[string]int{}
+	pages := 0
+	require.NoError(t, s.Walk(context.Background(), "t.lance/", func(objs []objstore.Object) error {
+		pages++
+		require.LessOrEqual(t, len(objs), 700)
+		for _, o := range objs {
+			seen[o.Key]++
+		}
+		return nil
+	}))
+	require.Len(t, seen, n+51)
+	for k, c := range seen {
+		require.Equal(t, 1, c, k)
+	}
+	count := 0
+	require.NoError(t, s.Walk(context.Background(), "t.lance/data/0", func(objs []objstore.Object) error {
+		for _, o := range objs {
+			require.True(t, strings.HasPrefix(o.Key, "t.lance/data/0"), o.Key)
+		}
+		count += len(objs)
+		return nil
+	}))
+	require.Equal(t, n, count, "prefix 0 matches every numbered file of the streamed directory, no zz file")
 }

@@ -62,7 +62,11 @@ func testDeleteIfMatchMissing(t *testing.T, s objstore.Store, _ config) {
 	require.NoError(t, s.Delete(t.Context(), "lease"), "delete")
 	for _, key := range []string{"lease", "never/written"} {
 		err := s.DeleteIfMatch(t.Context(), key, old.ETag)
-		require.ErrorIs(t, err, objstore.ErrNotFound, "delete if match on missing %s: got %v, want ErrNotFound", key, err)
+		if err != nil {
+			require.ErrorIs(t, err, objstore.ErrNotFound, "delete if match on missing %s: got %v, want ErrNotFound or nil", key, err)
+		}
+		_, err = s.Head(t.Context(), key)
+		require.ErrorIs(t, err, objstore.ErrNotFound, "still missing: %s", key)
 	}
 }
 
