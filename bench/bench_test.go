@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLayoutCoversEveryLanceDirectory(t *testing.T) {
+	for _, n := range []int{1, 10, 100, 10_000} {
+		var keys []string
+		layoutFor(n).keys(func(k string) { keys = append(keys, k) })
+		require.Len(t, keys, n, "n=%d", n)
+		seen := map[string]bool{}
+		for _, k := range keys {
+			require.False(t, seen[k], "duplicate key %s", k)
+			seen[k] = true
+		}
+		if n >= 100 {
+			for _, dir := range []string{"_versions/", "data/", "_transactions/", "_deletions/", "_indices/"} {
+				found := false
+				for _, k := range keys {
+					found = found || strings.HasPrefix(k, dir)
+				}
+				require.True(t, found, "n=%d: no key under %s", n, dir)
+			}
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t.lance")
+	mtime := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	require.NoError(t, writeTable(dir, 200, 8, mtime, 4))
+	n := 0
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		require.NoError(t, err)
+		if !d.IsDir() {
+			n++
+			fi, err := d.Info()
+			require.NoError(t, err)
+			require.Equal(t, int64(8), fi.Size())
+			require.True(t, fi.ModTime().Equal(mtime), "mtime of %s: got %s want %s", p, fi.ModTime(), mtime)
+		}
+		return nil
+	}))
+	require.Equal(t, 200, n)
+}
+
+func TestPromRequests(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.prom")
+	require.NoError(t, os.WriteFile(p, []byte(`# HELP reaper_s3_http_requests_total S3 requests.
+# TYPE reaper_s3_http_requests_total counter
+reaper_s3_http_requests_total{code="200",operation="DeleteObjects"} 10
+reaper_s3_http_requests_total{code="404",operation="GetObject"} 1
+reaper_s3_http_requests_total{code="200",operation="GetObject"} 3
+reaper_s3_http_requests_total{code="200",operation="PutObject"} 0
+reaper_objects_deleted_total 10000
+`), 0o644))
+	got, err := promRequests(p)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"DeleteObjects": 10, "GetObject": 4}, got)
+}
+
+func TestRotateAndStats(t *testing.T) {
+	require.Equal(t, []string{"b", "c", "a"}, rotate([]string{"a", "b", "c"}, 4))
+	s := &series{Objects: 1000}
+	for _, ms := range []int{50, 10, 30, 20, 40} {
+		s.add(sample{Wall: time.Duration(ms) * time.Millisecond})
+	}
+	require.Equal(t, 30*time.Millisecond, s.median())
+	require.Equal(t, 10*time.Millisecond, s.min())
+	require.Equal(t, 50*time.Millisecond, s.max())
+	require.InDelta(t, 1000/0.03, s.rate(), 1)
+}
+
+func TestReportMarksMisses(t *testing.T) {
+	mk := func(scen, who string, n int, ms int, ops map[string]int64) *series {
+		s := &series{Scenario: scen, Contender: who, Objects: n}
+		s.add(sample{Wall: time.Duration(ms) * time.Millisecond, Server: ops, Client: ops})
+		return s
+	}
+	r := &report{Config: config{Reps: 1}, Tools: tools{Versions: map[string]string{}}}
+	r.Series = []*series{
+		mk("s3/10000", "reaper", 10000, 1000, map[string]int64{"ListObjectsV2": 12, "DeleteObjects": 11, "GetObject": 5}),
+		mk("s3/10000", "awscli", 10000, 3000, map[string]int64{"DeleteObject": 10000}),
+		mk("local/10000", "reaper", 10000, 200, nil),
+		mk("local/10000", "rm -rf", 10000, 100, nil),
+	}
+	ts := r.targets()
+	require.Len(t, ts, 4)
+	require.True(t, ts[0].Pass, "28 requests <= 10+10+8")
+	require.True(t, ts[1].Pass)
+	require.True(t, ts[2].Pass, "3x awscli")
+	require.False(t, ts[3].Pass, "2x rm -rf")
+	md := r.markdown()
+	require.Contains(t, md, "**MISS**")
+	require.Contains(t, md, "| awscli | 1 | 3.00 s |")
+}
+
+// TestGatewaySeesFiles checks the harness's two assumptions about
+// versitygw: objects written as files in its posix data directory are
+// listed through the S3 API, and its access log attributes requests to
+// their bucket and operation. Skipped without the versitygw binary.
+func TestGatewaySeesFiles(t *testing.T) {
+	bin := os.Getenv("REAPER_VERSITYGW")
+	if bin == "" {
+		root, err := repoRoot()
+		require.NoError(t, err)
+		bin = filepath.Join(root, ".tools", "bin", "versitygw")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("versitygw not installed (make tools)")
+	}
+	ctx := context.Background()
+	gw, err := startGateway(ctx, bin, t.TempDir())
+	require.NoError(t, err)
+	defer gw.stop()
+	dir, err := gw.createBucket(ctx, "bench-smoke")
+	require.NoError(t, err)
+	require.NoError(t, writeTable(filepath.Join(dir, "db", "t0.lance"), 30, 4, time.Now().Add(-time.Hour), 2))
+	off := gw.logOffset()
+	n, err := gw.count(ctx, "bench-smoke", "db/t0.lance/")
+	require.NoError(t, err)
+	require.Equal(t, 30, n)
+	got, err := gw.requestsSince(off, "bench-smoke")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"ListObjectsV2": 1}, got)
+}

@@ -1,0 +1,180 @@
+// Command bench measures reaper's purge against awscli, rclone and rm -rf on
+// the same machine, in the same run, on identical fresh copies of synthetic
+// Lance tables, and writes the results table to BENCHMARKS.md.
+//
+//	go run ./bench            # full run (10k and 100k objects on S3, 1M local files)
+//	go run ./bench --quick    # 10k objects, smaller local runs
+//
+// S3 is a versitygw process on 127.0.0.1 (posix backend, its own temporary
+// data directory). Tables are created as files in its data directory, which
+// is what its posix backend stores, after CreateBucket through the API.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is what one benchmark run measures.
+type config struct {
+	Quick         bool
+	Reps          int
+	Sizes         []int // objects per table on S3
+	LocalSizes    []int // objects per table for reaper vs rm -rf
+	RSSObjects    int   // objects in the local table whose purge is checked for peak RSS
+	RSSPeer       bool  // also time rm -rf on the RSS table
+	ObjSize       int   // bytes per object
+	StatusTables  int
+	StatusDeleted int
+	Roots         int
+	DeleteConc    int // limits.delete_concurrency for reaper; 0 = reaper's default
+	Peers         []string
+	WorkDir       string
+	Out           string
+	Repo          string
+	Install       bool
+	Keep          bool
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	c := config{}
+	var sizes, local, peers string
+	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
+	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
+	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000)")
+	fs.StringVar(&local, "local-sizes", "", "objects per table for the local reaper vs rm -rf runs (default 10000,100000; quick 10000)")
+	fs.IntVar(&c.RSSObjects, "rss-objects", 1_000_000, "objects in the local table purged for the peak-RSS check")
+	fs.IntVar(&c.ObjSize, "object-size", 64, "bytes per synthetic object")
+	fs.IntVar(&c.StatusTables, "status-tables", 10_000, "tables in the root scanned by reaper status")
+	fs.IntVar(&c.StatusDeleted, "status-deleted", 1_000, "of which soft-deleted")
+	fs.IntVar(&c.Roots, "roots", 1_000, "small roots in the discover pass")
+	fs.IntVar(&c.DeleteConc, "delete-concurrency", 0, "reaper limits.delete_concurrency (0 = reaper's default)")
+	fs.StringVar(&peers, "peers", "awscli,rclone", "S3 peers to run")
+	fs.StringVar(&c.WorkDir, "workdir", "", "scratch directory (default a new temporary directory, removed afterwards)")
+	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "results file, relative to the repository")
+	fs.BoolVar(&c.Install, "install", true, "install missing peers (apt-get, as root) and versitygw, and build reaper")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the scratch directory")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	def := "10000,100000"
+	if c.Quick {
+		def = "10000"
+	}
+	var err error
+	if c.Sizes, err = intList(sizes, def); err != nil {
+		return c, err
+	}
+	if c.LocalSizes, err = intList(local, def); err != nil {
+		return c, err
+	}
+	c.RSSPeer = !c.Quick
+	for _, p := range strings.Split(peers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.Peers = append(c.Peers, p)
+		}
+	}
+	return c, nil
+}
+
+func intList(s, def string) ([]int, error) {
+	if s == "" {
+		s = def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// run sets up the tools, runs every scenario and writes the report.
+func run(ctx context.Context, c config, args []string) error {
+	if c.Repo == "" {
+		wd, err := repoRoot()
+		if err != nil {
+			return err
+		}
+		c.Repo = wd
+	}
+	if c.WorkDir == "" {
+		d, err := os.MkdirTemp("", "reaper-bench-")
+		if err != nil {
+			return err
+		}
+		c.WorkDir = d
+		if !c.Keep {
+			defer os.RemoveAll(d)
+		}
+	}
+	start := time.Now()
+	t, err := setupTools(ctx, c)
+	if err != nil {
+		return err
+	}
+	rep := &report{Config: c, Tools: t, Machine: machineInfo(), Args: args, Started: start}
+	if err := runScenarios(ctx, c, t, rep); err != nil {
+		return err
+	}
+	rep.Elapsed = time.Since(start)
+	out := c.Out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(c.Repo, out)
+	}
+	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s (%s)", out, rep.Elapsed.Round(time.Second))
+	fmt.Print(rep.summary())
+	return nil
+}
+
+// repoRoot finds the module root above the working directory.
+func repoRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for p := d; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+			return p, nil
+		}
+		if filepath.Dir(p) == p {
+			return "", fmt.Errorf("no go.mod above %s", d)
+		}
+	}
+}

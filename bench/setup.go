@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// tools are the binaries one run compares, with their versions.
+type tools struct {
+	Reaper, VersityGW, AWS, Rclone string
+	Versions                       map[string]string
+}
+
+// setupTools installs what is missing (peers with apt-get as root,
+// versitygw with scripts/install-versitygw.sh), builds reaper with
+// `make build`, and records every version.
+func setupTools(ctx context.Context, c config) (tools, error) {
+	t := tools{Versions: map[string]string{}}
+	if c.Install {
+		if (lookAWS() == "" || lookPath("rclone") == "") && os.Geteuid() == 0 {
+			logf("installing awscli and rclone with apt-get")
+			cmd := exec.CommandContext(ctx, "sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli rclone")
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return t, fmt.Errorf("apt-get install awscli rclone: %w", err)
+			}
+		}
+		if err := sh(ctx, c.Repo, "scripts/install-versitygw.sh"); err != nil {
+			return t, err
+		}
+		if err := sh(ctx, c.Repo, "make", "build"); err != nil {
+			return t, err
+		}
+	}
+	t.Reaper = filepath.Join(c.Repo, "bin", "reaper")
+	t.VersityGW = filepath.Join(c.Repo, ".tools", "bin", "versitygw")
+	if v := os.Getenv("REAPER_VERSITYGW"); v != "" {
+		t.VersityGW = v
+	}
+	t.AWS, t.Rclone = lookAWS(), lookPath("rclone")
+	for _, p := range []string{t.Reaper, t.VersityGW} {
+		if _, err := os.Stat(p); err != nil {
+			return t, fmt.Errorf("%s missing (run without --install=false): %w", p, err)
+		}
+	}
+	t.Versions["reaper"] = strings.TrimSpace(out(ctx, c.Repo, "git", "describe", "--tags", "--always", "--dirty")) + " (" + strings.TrimSpace(out(ctx, c.Repo, "git", "rev-parse", "HEAD")) + ")"
+	t.Versions["versitygw"] = modVersion(ctx, t.VersityGW, "github.com/versity/versitygw")
+	t.Versions["go"] = runtime.Version()
+	if t.AWS != "" {
+		t.Versions["awscli"] = strings.TrimSpace(out(ctx, "", t.AWS, "--version"))
+	}
+	if t.Rclone != "" {
+		t.Versions["rclone"] = firstLine(out(ctx, "", t.Rclone, "version"))
+	}
+	return t, nil
+}
+
+// lookAWS prefers the distribution's awscli (what apt-get installs) over
+// any other aws on PATH.
+func lookAWS() string {
+	if _, err := os.Stat("/usr/bin/aws"); err == nil {
+		return "/usr/bin/aws"
+	}
+	return lookPath("aws")
+}
+
+func lookPath(name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+func sh(ctx context.Context, dir string, argv ...string) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	return nil
+}
+
+func out(ctx context.Context, dir string, argv ...string) string {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	b, _ := cmd.CombinedOutput()
+	return string(b)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// modVersion reads a Go binary's main module version from its build info.
+func modVersion(ctx context.Context, bin, module string) string {
+	for _, l := range strings.Split(out(ctx, "", "go", "version", "-m", bin), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && f[0] == "mod" && f[1] == module {
+			return f[2]
+		}
+	}
+	return "unknown"
+}
+
+// machine describes the host the numbers come from.
+type machine struct {
+	CPUs    int
+	CPU     string
+	MemGiB  float64
+	Kernel  string
+	Storage string
+}
+
+func machineInfo() machine {
+	m := machine{CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		fmt.Sscanf(strings.TrimPrefix(firstLine(string(b)), "MemTotal:"), "%f", &kb)
+		m.MemGiB = kb / (1 << 20)
+	}
+	m.Kernel = strings.TrimSpace(out(context.Background(), "", "uname", "-r"))
+	f := strings.Fields(firstLine(strings.TrimSpace(lastLine(out(context.Background(), "", "df", "-T", os.TempDir())))))
+	if len(f) >= 2 {
+		m.Storage = f[1] + " (" + f[0] + ", " + os.TempDir() + ")"
+	}
+	return m
+}
+
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return ls[len(ls)-1]
+}
