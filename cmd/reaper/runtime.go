@@ -183,7 +183,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		Open:   open,
 		Roots: func(ctx context.Context) ([]config.Root, error) {
 			rs, err := roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
-				return all.Open(ctx, uri, opts)
+				return all.OpenWith(ctx, uri, opts, s3.WithTransport(rt.counter)) // discovery counts too
 			})
 			if cfg.Shard.Count > 1 {
 				rs = roots.Assign(rs, cfg.Shard.Index, cfg.Shard.Count)
