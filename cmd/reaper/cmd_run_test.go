@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -243,4 +244,27 @@ func TestPurgeExportsMetrics(t *testing.T) {
 	require.Contains(t, string(b), "reaper_tables_purged_total 3")
 	require.Contains(t, pushed.String(), "/metrics/job/reaper")
 	require.Contains(t, pushed.String(), "reaper_objects_deleted_total")
+}
+
+// The full store stack (retries, metrics, tracing) over a table whose data/
+// is larger than the local backend sorts in memory: every object is purged.
+func TestPurgeHugeLocalDirectoryThroughTheStack(t *testing.T) {
+	b := localBackend(t)
+	old := time.Now().Add(-30 * day)
+	dataDir := filepath.Join(b.opts.Root, "big.lance", "data")
+	require.NoError(t, os.MkdirAll(dataDir, 0o755))
+	const n = 12000
+	for i := range n {
+		p := filepath.Join(dataDir, fmt.Sprintf("%08x.lance", uint32(i)*2654435761))
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+		require.NoError(t, os.Chtimes(p, old, old))
+	}
+	b.put(t, "big.lance/_versions/1.manifest", []byte("m"), old)
+	b.writeMarker(t, "big", markerBody(time.Now().Add(-20*day), 7*day), time.Now().Add(-20*day))
+	var out strings.Builder
+	o := purgeOptions{storeOptions: b.opts, Output: "json"}
+	require.NoError(t, runPurge(context.Background(), o, &out), out.String())
+	rep, _ := decodeReport(t, []byte(out.String()))
+	require.Equal(t, []purgedJSON{{Name: "big", Objects: n + 1, Bytes: n + 1}}, rep.Purged)
+	require.Empty(t, b.keys(t))
 }

@@ -8,8 +8,10 @@ import (
 
 // Listings are retried from the start of the prefix, since the Store
 // interface has no continuation token. Keys arrive sorted, so the wrapper
-// remembers the greatest key (or common prefix) it delivered and drops every
-// entry at or before it on a retry: the callback never sees an entry twice.
+// remembers the greatest key (or common prefix) it delivered and, on a
+// retried attempt only, drops every entry at or before it: the callback
+// never sees an entry twice. The first attempt passes every entry through,
+// so a backend that streams a huge directory unsorted (local) loses none.
 // Pages left empty by the filter are not delivered. The callback's own error
 // ends the listing unchanged and is never retried. The pacer is waited on
 // before the first page and again before each following page is fetched.
@@ -17,10 +19,12 @@ import (
 // List retries a failed listing without repeating entries.
 func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
 	var last string
-	delivered := false
+	delivered, attempts := false, 0
 	_, err := s.do(ctx, "list", prefix, func(ctx context.Context) error {
+		attempts++
+		retried := attempts > 1
 		return s.inner.List(ctx, prefix, func(p objstore.Page) error {
-			if delivered {
+			if delivered && retried {
 				p = pageAfter(p, last)
 				if len(p.Objects)+len(p.Prefixes) == 0 {
 					return nil
@@ -39,10 +43,12 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) 
 // Walk retries a failed recursive listing without repeating entries.
 func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Object) error) error {
 	var last string
-	delivered := false
+	delivered, attempts := false, 0
 	_, err := s.do(ctx, "walk", prefix, func(ctx context.Context) error {
+		attempts++
+		retried := attempts > 1
 		return s.inner.Walk(ctx, prefix, func(objs []objstore.Object) error {
-			if delivered {
+			if delivered && retried {
 				objs = objectsAfter(objs, last)
 				if len(objs) == 0 {
 					return nil

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -75,4 +76,40 @@ func TestListSinglePageFailsAfterDelivery(t *testing.T) {
 	require.NoError(t, s.Walk(t.Context(), "", func([]objstore.Object) error { pages++; return nil }))
 	require.Equal(t, 1, pages, "pages delivered")
 	require.Equal(t, 2, f.count("walk"))
+}
+
+// unsortedWalk streams its objects in reverse key order, as the local
+// backend streams a huge directory in directory order.
+type unsortedWalk struct {
+	objstore.Store
+	keys []string
+}
+
+func (u unsortedWalk) Walk(_ context.Context, _ string, fn func([]objstore.Object) error) error {
+	for i := len(u.keys); i > 0; i -= 3 {
+		var page []objstore.Object
+		for j := i - 1; j >= max(0, i-3); j-- {
+			page = append(page, objstore.Object{Key: u.keys[j]})
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Without a retry the wrapper filters nothing: an unsorted walk (a huge
+// local directory) arrives whole. Dropping "smaller" keys here once made a
+// purge miss objects (its verify step then refused the table).
+func TestWalkPassesUnsortedEntriesThrough(t *testing.T) {
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	s := Wrap(unsortedWalk{Store: objstore.NewMemory(), keys: keys}, testOptions(newFakeTime()))
+	var got []string
+	require.NoError(t, s.Walk(context.Background(), "", func(objs []objstore.Object) error {
+		for _, o := range objs {
+			got = append(got, o.Key)
+		}
+		return nil
+	}))
+	require.ElementsMatch(t, keys, got)
 }
