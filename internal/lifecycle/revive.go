@@ -52,6 +52,14 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 	if obj2.ETag != obj.ETag || !bytes.Equal(body, body2) {
 		return &ConflictError{Name: name, Reason: "marker changed while taking the lock; run revive again"}
 	}
+	// A purge deletes the _versions/ manifests first: data without them is
+	// a purge that failed or was killed half-way. Reviving it would make a
+	// live table that cannot be opened, partly deleted without its marker.
+	if partly, err := ns.partlyPurged(ctx, name); err != nil {
+		return fmt.Errorf("revive %q: %w", name, err)
+	} else if partly {
+		return &ConflictError{Name: name, Reason: "its _versions/ manifests are gone but other files are left: a purge started deleting it and did not finish; it cannot be revived, run purge to finish it"}
+	}
 	if err := lease.Check(); err != nil {
 		return fmt.Errorf("revive %q: %w", name, err)
 	}
@@ -60,4 +68,38 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 	}
 	ns.log.Info("table revived", "table", name)
 	return nil
+}
+
+// partlyPurged reports whether <name>.lance/_versions/ is empty while the
+// table holds something other than a .lance-reserved placeholder (a table
+// declared but never written has no manifest either). Two listings at most.
+func (ns *Namespace) partlyPurged(ctx context.Context, name string) (bool, error) {
+	dir := TableDir(name)
+	var versions, other bool
+	err := ns.store.List(ctx, dir+versionsDir+"/", func(p objstore.Page) error {
+		versions = len(p.Objects) > 0 || len(p.Prefixes) > 0
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return false, fmt.Errorf("list %s%s/: %w", dir, versionsDir, err)
+	}
+	if versions {
+		return false, nil
+	}
+	err = ns.store.List(ctx, dir, func(p objstore.Page) error {
+		for _, o := range p.Objects {
+			if o.Key != dir+".lance-reserved" {
+				other = true
+			}
+		}
+		other = other || len(p.Prefixes) > 0
+		if other {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return false, fmt.Errorf("list %s: %w", dir, err)
+	}
+	return other, nil
 }

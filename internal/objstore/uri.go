@@ -35,7 +35,9 @@ func (l Location) String() string {
 		}
 		return "s3://" + l.Bucket + "/" + l.Prefix
 	default:
-		return "file://" + l.Path
+		// Escaped, so that a path holding '%', '?', '#' or a space parses
+		// back to the same directory (ParseLocation unescapes file URIs).
+		return (&url.URL{Scheme: "file", Path: l.Path}).String()
 	}
 }
 

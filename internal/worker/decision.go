@@ -82,6 +82,10 @@ func classify(res lifecycle.PurgeResult, err error) (Action, string, string) {
 		return ActionConflict, ReasonConflict, err.Error()
 	case errors.Is(err, lifecycle.ErrLocked):
 		return ActionSkipped, ReasonLocked, err.Error()
+	case errors.Is(err, lifecycle.ErrNotSoftDeleted), errors.Is(err, lifecycle.ErrNotFound):
+		// The plan saw a due marker that was gone when the purge read it:
+		// revived, or purged by another replica. Nothing was deleted.
+		return ActionConflict, ReasonConflict, "marker vanished since the plan (revived, or purged by another process): " + err.Error()
 	case errors.Is(err, lifecycle.ErrInvalidMarker):
 		return ActionFailed, ReasonInvalidMarker, err.Error()
 	case errors.Is(err, lifecycle.ErrNotPurgeable):

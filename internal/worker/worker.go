@@ -236,6 +236,12 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
+	if !p.rep.DryRun && ctx.Err() == nil {
+		// Leases of processes killed after finishing their table.
+		if _, err := ns.SweepLeases(ctx, p.now()); err != nil {
+			log.Warn("sweep stale leases", "err", err)
+		}
+	}
 	return rr
 }
 

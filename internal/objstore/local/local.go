@@ -66,8 +66,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// URI is the file URI of the root directory.
-func (s *Store) URI() string { return "file://" + s.root }
+// URI is the file URI of the root directory, escaped like
+// objstore.Location.String so it parses back to the same directory.
+func (s *Store) URI() string {
+	return objstore.Location{Scheme: objstore.SchemeFile, Path: s.root}.String()
+}
 
 // path maps a validated key or prefix to its filesystem path.
 func (s *Store) path(key string) string {
