@@ -136,9 +136,9 @@ func verdict(ok bool) string {
 	return "**MISS**"
 }
 
-// perRoot is what a pass spends on each root before any table: one root
-// listing (the plan) and one HEAD of the pause object.
-const perRoot = 2
+// perRoot is what a pass spends on each root whatever it holds: the plan's
+// root listing, one HEAD of the pause object and the lease sweep's listing.
+const perRoot = 3
 
 // targets evaluates every goal the issue sets.
 func (r *report) targets() []target {
@@ -307,8 +307,8 @@ func (r *report) markdown() string {
 const analysis = `
 ## Analysis: why a target is missed, and what would close it
 
-**Requests per table.** A pass spends 2 requests per root whatever its tables (the plan's root listing
-and the HEAD of _reaper/PAUSE); one purged table of N objects then costs ceil(N/1000) walk listings +
+**Requests per table.** A pass spends 3 requests per root whatever its tables (the plan's root listing,
+the HEAD of _reaper/PAUSE and the stale-lease sweep's listing); one purged table of N objects then costs ceil(N/1000) walk listings +
 the DeleteObjects batches + 8: the plan's marker GET, the lease PUT (If-None-Match), the marker and hold
 GETs under the lease, the verify listing, the marker DELETE (If-Match) and the lease DELETE (If-Match);
 splitting the manifests into their own first batch adds one DeleteObjects when the manifest count is
