@@ -60,3 +60,38 @@ interop-deps: $(INTEROP)/node_modules/.package-lock.json
 $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/package-lock.json
 	cd $(INTEROP) && npm install --no-audit --no-fund
 	@touch $@
+
+## deploy-check: deploy/ (Dockerfile, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
+## pass's metrics; deploy/ is its own Go module, so k8s, kustomize and Prometheus stay out of go.mod
+.PHONY: deploy-check
+deploy-check: tools build
+	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
+	cd deploy && $(GO) vet ./...
+	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 15m ./...
+
+## chaos: the fault-injection, crash, race, replica and bad-input suites alone (the short versions
+## `make test` runs too); REAPER_TEST_CHAOS_SEED=N replays a run (test/chaos/main_test.go lists the knobs)
+## soak: the long chaos suites (REAPER_TEST_SOAK=1: 2000 local and 400 S3 kills, 12 fault seeds, 60 race
+## and 20 replica rounds, a -race reaper binary), then every fuzz target for FUZZTIME (default 2m) each
+## fuzz-short: every fuzz target for 10s (FUZZTIME=10s make fuzz)
+FUZZTIME ?= 2m
+FUZZ_TARGETS := ./internal/lifecycle:FuzzParseMarker ./internal/lifecycle:FuzzValidateName \
+	./internal/objstore:FuzzParseLocation ./internal/objstore/s3:FuzzParseOptions ./internal/lock:FuzzParseLease
+.PHONY: chaos soak fuzz fuzz-short
+chaos: tools build
+	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  $(GO) test -race -count=1 -timeout 20m ./test/chaos/
+
+soak: tools
+	REAPER_TEST_SOAK=1 REAPER_TEST_CHAOS_RACE_BIN=1 REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  $(GO) test -race -count=1 -timeout 8h -v ./test/chaos/
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=10s
