@@ -119,6 +119,12 @@ func ignoredEnvName(name string) bool {
 	if slices.Contains(ignoredEnv.names, name) {
 		return true
 	}
+	// Kubernetes service links: a Service named "reaper" puts
+	// REAPER_SERVICE_HOST, REAPER_SERVICE_PORT*, REAPER_PORT and
+	// REAPER_PORT_<port>_TCP* into every pod of its namespace.
+	if strings.HasPrefix(name, "REAPER_SERVICE_") || name == "REAPER_PORT" || strings.HasPrefix(name, "REAPER_PORT_") {
+		return true
+	}
 	for _, p := range ignoredEnv.prefixes {
 		if strings.HasPrefix(name, p) {
 			return true

@@ -324,3 +324,13 @@ func TestKeys(t *testing.T) {
 		require.Equal(t, k, strings.ToLower(k))
 	}
 }
+
+// Kubernetes service links of a Service named "reaper" are not settings.
+func TestServiceLinkEnvIgnored(t *testing.T) {
+	env := []string{
+		"REAPER_SERVICE_HOST=10.0.0.1", "REAPER_SERVICE_PORT=9090", "REAPER_SERVICE_PORT_HTTP_METRICS=9090",
+		"REAPER_PORT=tcp://10.0.0.1:9090", "REAPER_PORT_9090_TCP=tcp://10.0.0.1:9090", "REAPER_PORT_9090_TCP_PROTO=tcp",
+	}
+	require.NoError(t, UnknownEnv(env))
+	require.Error(t, UnknownEnv([]string{"REAPER_SCHEDUEL=@hourly"}), "a misspelt setting is still refused")
+}
