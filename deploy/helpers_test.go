@@ -1,0 +1,163 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// repoDir is the reaper repository (the parent of deploy/); go test runs in
+// the package directory.
+func repoDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs("..")
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(dir, "go.mod"), "deploy/ must sit in the reaper repository")
+	return dir
+}
+
+// reaperBin is ./bin/reaper, built by `make build` (make deploy-check runs
+// it first, with the flags deploy/Dockerfile uses).
+func reaperBin(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(repoDir(t), "bin", "reaper")
+	_, err := os.Stat(bin)
+	require.NoError(t, err, "%s is missing: run `make build` (make deploy-check does)", bin)
+	return bin
+}
+
+// result is one finished reaper command.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit status %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// baseEnv is the environment every reaper process starts from: nothing of
+// the test's own (no REAPER_*, no AWS_*), a HOME of its own.
+func baseEnv(t testing.TB) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TZ=UTC"}
+}
+
+// runReaper runs the reaper binary to completion with env added to baseEnv.
+func runReaper(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, reaperBin(t), args...)
+	cmd.Env = append(baseEnv(t), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	default:
+		require.NoError(t, err, "run reaper %s", strings.Join(args, " "))
+	}
+	return r
+}
+
+// freeAddr is a loopback address with a port nobody listens on right now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// waitHTTP polls url until it answers 200 or the deadline passes.
+func waitHTTP(t testing.TB, url string, within time.Duration, exited <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last string
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			require.FailNow(t, "the process exited while waiting for "+url)
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			body := new(bytes.Buffer)
+			_, _ = body.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(body.String()))
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.FailNow(t, fmt.Sprintf("%s did not answer 200 within %s; last answer: %s", url, within, last))
+}
+
+// writeTable writes a small table in Lance's layout under dir/<name>.lance:
+// a manifest, a data file and a transaction, modified at mtime.
+func writeTable(t testing.TB, dir, name string, mtime time.Time) {
+	t.Helper()
+	files := map[string]int{
+		"_versions/1.manifest":    200,
+		"data/0-a1b2c3.lance":     4096,
+		"_transactions/0-1.txn":   64,
+		"_indices/0/index.idx":    512,
+		"_deletions/0-1-0.arrow":  32,
+		"_versions/2.manifest":    220,
+		"data/1-d4e5f6.lance":     2048,
+		"_transactions/1-2.txn":   64,
+		"_latest.manifest":        220,
+		"_versions/3.manifest":    230,
+		"data/2-0a0b0c.lance":     1024,
+		"_transactions/2-3.txn":   64,
+		"_indices/1/part-0.index": 128,
+	}
+	for rel, size := range files {
+		p := filepath.Join(dir, name+".lance", filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, bytes.Repeat([]byte{'x'}, size), 0o644))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+	}
+}
+
+// writeDueTable writes a table dropped a day ago with a one-hour TTL, the
+// way Lance's drop_table leaves it: data older than the drop, and the marker
+// <name>.deleted. It is due, and above safety.min_ttl.
+func writeDueTable(t testing.TB, dir, name string) {
+	t.Helper()
+	now := time.Now()
+	writeTable(t, dir, name, now.Add(-48*time.Hour))
+	marker := fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":%d}`, now.Add(-24*time.Hour).UnixMilli(), time.Hour.Milliseconds())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".deleted"), []byte(marker), 0o644))
+}
+
+// tableExists reports whether dir/<name>.lance still holds data.
+func tableExists(t testing.TB, dir, name string) bool {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(dir, name+".lance"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
