@@ -402,12 +402,13 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestServiceLinksBreakReaper: Kubernetes gives every pod <SERVICE>_SERVICE_HOST,
-// <SERVICE>_PORT and the like for each Service in its namespace, unless
-// enableServiceLinks is false. For the Service named reaper these are
-// REAPER_* variables, which reaper rejects as misspelt settings: the pods
-// would not start. TestPodsAreLockedDown checks every pod turns them off.
-func TestServiceLinksBreakReaper(t *testing.T) {
+// TestServiceLinksDoNotBreakReaper: Kubernetes gives every pod
+// <SERVICE>_SERVICE_HOST, <SERVICE>_PORT and the like for each Service in its
+// namespace, unless enableServiceLinks is false. For the Service named
+// reaper these are REAPER_* variables; reaper must not take them for
+// misspelt settings (it once did, and the pods would not start). The pods
+// still turn service links off (TestPodsAreLockedDown).
+func TestServiceLinksDoNotBreakReaper(t *testing.T) {
 	var linked []string
 	for _, b := range allBuilds(t) {
 		for _, o := range b.all("Service") {
@@ -430,8 +431,6 @@ func TestServiceLinksBreakReaper(t *testing.T) {
 	require.Equal(t, 0, ok.code, ok.String())
 	for _, v := range linked {
 		r := runReaper(t, []string{v}, "purge", "--root", root, "--dry-run")
-		name, _, _ := strings.Cut(v, "=")
-		require.Equal(t, 2, r.code, "%s: %s", v, r)
-		require.Contains(t, r.stderr, name)
+		require.Equal(t, 0, r.code, "%s: %s", v, r)
 	}
 }
