@@ -17,6 +17,7 @@ run:
 test: tools lint build interop-deps
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
 	  $(GO) test -race -count=1 -timeout 25m ./...
+	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) deploy-check
 
 ## unit: the tests without installing anything (S3 tests skip unless a server is found)

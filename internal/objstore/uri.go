@@ -65,6 +65,9 @@ func ParseLocation(uri string) (Location, error) {
 		if u.Host != "" && u.Host != "localhost" {
 			return bad("file URIs take no host; write file:///abs/path")
 		}
+		if strings.ContainsRune(u.Path, 0) {
+			return bad("contains a NUL byte (%00)")
+		}
 		if !strings.HasPrefix(u.Path, "/") {
 			return bad("file path must be absolute")
 		}
