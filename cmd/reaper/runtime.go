@@ -165,12 +165,12 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		if err != nil {
 			return nil, err
 		}
-		transient := retry.NeverTransient
+		transient, throttle := retry.NeverTransient, retry.NeverTransient
 		if strings.HasPrefix(r.URI, "s3://") {
-			transient = s3.IsTransient
+			transient, throttle = s3.IsTransient, s3.IsThrottle
 		}
 		s = retry.Wrap(s, retry.Options{
-			MaxElapsed: cfg.Limits.RetryMaxElapsed.D(), IsTransient: transient, Pacer: pacer,
+			MaxElapsed: cfg.Limits.RetryMaxElapsed.D(), IsTransient: transient, IsThrottle: throttle, Pacer: pacer,
 			OnRetry: func(op string, attempt int, err error, wait time.Duration) {
 				log.Warn("store request retried", "root", r.URI, "op", op, "attempt", attempt, "wait", wait.String(), "err", err)
 			},

@@ -29,10 +29,14 @@ type Options struct {
 	// and NeverTransient for the local backend. ErrNotFound, ErrPrecondition,
 	// ErrInvalidKey and cancellation are permanent whatever it says.
 	IsTransient func(error) bool
+	// IsThrottle picks, among transient failures, the store pushing back
+	// (s3.IsThrottle); only those slow the Pacer. Nil means every transient
+	// failure does.
+	IsThrottle func(error) bool
 	// Pacer, if set, is waited on before every attempt and every further
-	// listing page, told Throttled on every transient failure and Succeeded
-	// on every success; share one per pass. Lock keys (IsLockKey) neither
-	// wait on it nor feed it.
+	// listing page, told Throttled on every throttle (IsThrottle) and
+	// Succeeded on every success; share one per pass. Lock keys (IsLockKey)
+	// neither wait on it nor feed it.
 	Pacer *Pacer
 	// OnRetry, if set, is called before each wait with the operation name,
 	// the number of the attempt that failed (1-based), its error and the wait.
@@ -61,6 +65,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.IsThrottle == nil {
+		o.IsThrottle = func(error) bool { return true }
 	}
 	if o.Sleep == nil {
 		o.Sleep = SleepContext

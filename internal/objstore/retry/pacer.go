@@ -146,7 +146,8 @@ func (p *Pacer) observed(now time.Time) float64 {
 	return max(p.prevRate, float64(p.winCount)/el.Seconds())
 }
 
-// Throttled reports a throttling answer (503 SlowDown, 429, 500): the rate
+// Throttled reports a throttling answer (503 SlowDown, 429, 500; see
+// s3.IsThrottle): the rate
 // halves, at most once per Cooldown, never below Floor.
 func (p *Pacer) Throttled() {
 	p.mu.Lock()
@@ -165,12 +166,13 @@ func (p *Pacer) Throttled() {
 }
 
 // Succeeded reports a request the store answered; while throttled, the rate
-// climbs by a tenth of its ceiling at most once per RecoverEvery.
+// climbs by a tenth of its ceiling at most once per RecoverEvery, and once
+// it reaches the ceiling it is back at the configured rate (or unlimited).
 func (p *Pacer) Succeeded() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cur == 0 || p.cur >= p.ceiling {
-		return
+	if p.cur == p.base {
+		return // not throttled
 	}
 	now := p.now()
 	if now.Sub(p.lastUp) < orDefault(p.RecoverEvery, DefaultPacerRecoverEvery) {
@@ -179,7 +181,10 @@ func (p *Pacer) Succeeded() {
 	p.lastUp = now
 	next := min(p.cur+max(p.ceiling/10, p.floor()), p.ceiling)
 	if next >= p.ceiling {
-		next = p.base // back to the configured rate, or unlimited
+		// Also when a throttle while unlimited measured a ceiling at the
+		// floor (the pass's first request failed): the rate must not stay
+		// pinned there.
+		next = p.base
 	}
 	p.set(now, next)
 }

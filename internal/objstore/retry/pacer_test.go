@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -87,6 +88,22 @@ func TestPacerThrottledWhileUnlimited(t *testing.T) {
 	require.Zero(t, p.Rate(), "back to unlimited")
 }
 
+// A pass whose very first request fails measures a ceiling at the floor;
+// the pacer must still return to unlimited, not stay pinned at 1 rps (a
+// daemon shares its pacer across passes, so it would stay there for good).
+func TestPacerThrottledOnFirstRequestRecovers(t *testing.T) {
+	clk := newFakeTime()
+	p := fakePacer(0, clk)
+	require.NoError(t, p.Wait(t.Context()))
+	p.Throttled()
+	require.Equal(t, DefaultPacerFloor, p.Rate(), "half the observed rate, never below the floor")
+	p.Succeeded()
+	require.Equal(t, DefaultPacerFloor, p.Rate(), "recovery waits RecoverEvery")
+	clk.Advance(time.Second)
+	p.Succeeded()
+	require.Zero(t, p.Rate(), "back to unlimited")
+}
+
 func TestPacerWaitCancelled(t *testing.T) {
 	p := NewPacer(1)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -112,6 +129,33 @@ func TestStoreThrottlesPacer(t *testing.T) {
 	_, err := s.Put(t.Context(), "k", []byte("v"))
 	require.NoError(t, err)
 	require.Equal(t, 50.0, p.Rate(), "a transient failure halves the shared rate")
+}
+
+func TestStoreOnlyThrottlesSlowThePacer(t *testing.T) {
+	errThrottle := errors.New("503 SlowDown")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want float64
+	}{
+		{"throttle", errThrottle, 50},
+		{"other transient failure", errTransient, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeTime()
+			p := fakePacer(100, clk)
+			opts := testOptions(clk)
+			opts.Pacer = p
+			opts.IsTransient = func(error) bool { return true }
+			opts.IsThrottle = func(err error) bool { return errors.Is(err, errThrottle) }
+			f := newFlaky(objstore.NewMemory(), 1)
+			f.err = tc.err
+			_, err := Wrap(f, opts).Put(t.Context(), "k", []byte("v"))
+			require.NoError(t, err)
+			require.Equal(t, 2, f.count("put"), "retried either way")
+			require.Equal(t, tc.want, p.Rate())
+		})
+	}
 }
 
 func TestLockKeysBypassPacer(t *testing.T) {

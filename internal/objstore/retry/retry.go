@@ -91,7 +91,9 @@ func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context)
 		if ctx.Err() != nil || !s.transient(err) {
 			return attempt, err
 		}
-		s.throttled(key)
+		if s.opts.IsThrottle(err) {
+			s.throttled(key)
+		}
 		remaining := s.opts.MaxElapsed - s.opts.Now().Sub(start)
 		if remaining <= 0 {
 			return attempt, fmt.Errorf("%s %q: gave up after %d attempts: %w", op, key, attempt, err)

@@ -83,6 +83,38 @@ func IsTransient(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
+// IsThrottle reports whether err is the store pushing back: 503 SlowDown or
+// ServiceUnavailable, 429 and its throttling codes, and 500 InternalError
+// (S3 answers overload with it too). The pacer slows the whole pass on
+// these only: a reset connection, a 502/504 from a proxy or a
+// RequestTimeout is retried but says nothing about the request rate, and
+// counting it would pin a pass at the pacer's floor on a flaky network. A
+// batch is a throttle when any of its failed keys is.
+func IsThrottle(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var be *objstore.BatchError
+	if errors.As(err, &be) {
+		for _, f := range be.Failed {
+			if IsThrottle(f.Err) {
+				return true
+			}
+		}
+		return false
+	}
+	switch errorCode(err) {
+	case "SlowDown", "InternalError", "ServiceUnavailable",
+		"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests":
+		return true
+	}
+	switch httpStatus(err) {
+	case 429, 500, 503:
+		return true
+	}
+	return false
+}
+
 // batchTransient: a batch is worth retrying only if every failed key is.
 func batchTransient(be *objstore.BatchError) bool {
 	for _, f := range be.Failed {

@@ -277,21 +277,23 @@ func TestWireErrorMapping(t *testing.T) {
 		code      string
 		notFound  bool
 		transient bool
+		throttle  bool
 	}{
-		{404, "NoSuchKey", true, false},
-		{404, "NoSuchBucket", false, false},
-		{403, "AccessDenied", false, false},
-		{503, "SlowDown", false, true},
-		{500, "InternalError", false, true},
-		{429, "TooManyRequests", false, true},
-		{400, "RequestTimeout", false, true},
-		{502, "BadGateway", false, true},
+		{404, "NoSuchKey", true, false, false},
+		{404, "NoSuchBucket", false, false, false},
+		{403, "AccessDenied", false, false, false},
+		{503, "SlowDown", false, true, true},
+		{500, "InternalError", false, true, true},
+		{429, "TooManyRequests", false, true, true},
+		{400, "RequestTimeout", false, true, false},
+		{502, "BadGateway", false, true, false},
 	} {
 		st, _, _ := newWireStore(t, func(w http.ResponseWriter, r wireReq) { s3Error(w, tc.status, tc.code) })
 		_, _, err := st.Get(t.Context(), "k")
 		require.Error(t, err)
 		require.Equal(t, tc.notFound, errors.Is(err, objstore.ErrNotFound), "%d %s not found: got %v", tc.status, tc.code, err)
 		require.Equal(t, tc.transient, s3.IsTransient(err), "%d %s transient", tc.status, tc.code)
+		require.Equal(t, tc.throttle, s3.IsThrottle(err), "%d %s throttle", tc.status, tc.code)
 		require.True(t, strings.HasPrefix(err.Error(), "get k: "), "wrapped: %v", err)
 		require.NotContains(t, err.Error(), "wire-secret")
 	}
@@ -309,6 +311,7 @@ func TestIsTransientNetwork(t *testing.T) {
 	_, err = st.Head(t.Context(), "k")
 	require.Error(t, err)
 	require.True(t, s3.IsTransient(err), "connection refused: %v", err)
+	require.False(t, s3.IsThrottle(err), "a refused connection is retried without slowing the pass")
 	require.False(t, s3.IsTransient(nil))
 }
 
