@@ -101,6 +101,10 @@ func TestReportMarksMisses(t *testing.T) {
 	md := r.markdown()
 	require.Contains(t, md, "**MISS**")
 	require.Contains(t, md, "| awscli | 1 | 3.00 s |")
+	require.NotContains(t, md, "Partial")
+
+	r.Partial = true
+	require.Contains(t, r.markdown(), "**Partial:", "a checkpoint says the run is unfinished")
 }
 
 // TestGatewaySeesFiles checks the harness's two assumptions about

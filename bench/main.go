@@ -147,15 +147,18 @@ func run(ctx context.Context, c config, args []string) error {
 		return err
 	}
 	rep := &report{Config: c, Tools: t, Machine: machineInfo(), Args: args, Started: start}
-	if err := runScenarios(ctx, c, t, rep); err != nil {
-		return err
-	}
-	rep.Elapsed = time.Since(start)
 	out := c.Out
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(c.Repo, out)
 	}
-	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
+	write := func(partial bool) error {
+		rep.Partial, rep.Elapsed = partial, time.Since(start)
+		return os.WriteFile(out, []byte(rep.markdown()), 0o644)
+	}
+	if err := runScenarios(ctx, c, t, rep, func() error { return write(true) }); err != nil {
+		return err
+	}
+	if err := write(false); err != nil {
 		return err
 	}
 	logf("wrote %s (%s)", out, rep.Elapsed.Round(time.Second))

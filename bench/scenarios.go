@@ -32,8 +32,9 @@ type series struct {
 
 func (s *series) add(x sample) { s.Samples = append(s.Samples, x) }
 
-// runScenarios runs every scenario in order and fills rep.
-func runScenarios(ctx context.Context, c config, t tools, rep *report) error {
+// runScenarios runs every scenario in order and fills rep, calling
+// checkpoint after each.
+func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoint func() error) error {
 	now := time.Now()
 	gw, err := startGateway(ctx, t.VersityGW, c.WorkDir)
 	if err != nil {
@@ -41,29 +42,30 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report) error {
 	}
 	defer gw.stop()
 	rep.Endpoint = gw.Endpoint
+	var steps []func() error
 	for _, n := range c.Sizes {
-		if err := s3Purge(ctx, c, t, gw, n, now, rep); err != nil {
-			return err
-		}
+		steps = append(steps, func() error { return s3Purge(ctx, c, t, gw, n, now, rep) })
 	}
 	for _, n := range c.LocalSizes {
-		if err := localPurge(ctx, c, t, n, c.Reps, true, now, rep); err != nil {
-			return err
-		}
+		steps = append(steps, func() error { return localPurge(ctx, c, t, n, c.Reps, true, now, rep) })
 	}
 	if c.RSSObjects > 0 {
-		if err := localPurge(ctx, c, t, c.RSSObjects, 1, c.RSSPeer, now, rep); err != nil {
-			return err
-		}
-		rep.RSSScenario = fmt.Sprintf("local/%d", c.RSSObjects)
+		steps = append(steps, func() error {
+			rep.RSSScenario = fmt.Sprintf("local/%d", c.RSSObjects)
+			return localPurge(ctx, c, t, c.RSSObjects, 1, c.RSSPeer, now, rep)
+		})
 	}
 	if c.StatusTables > 0 {
-		if err := statusScan(ctx, c, t, gw, now, rep); err != nil {
-			return err
-		}
+		steps = append(steps, func() error { return statusScan(ctx, c, t, gw, now, rep) })
 	}
 	if c.Roots > 0 {
-		if err := rootsPass(ctx, c, t, gw, now, rep); err != nil {
+		steps = append(steps, func() error { return rootsPass(ctx, c, t, gw, now, rep) })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+		if err := checkpoint(); err != nil {
 			return err
 		}
 	}
