@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 //   - PurgeAfterMs never overflows: it is >= deleted_at_ms.
 func FuzzParseMarker(f *testing.F) {
 	f.Add([]byte(`{"deleted_at_ms":1767225600000,"ttl_ms":604800000}`))
+	f.Add([]byte(`{"deleted_at_ms":1,"deleted_at_ms":2}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, err := ParseMarker(body)
 		if err != nil {
@@ -36,6 +38,16 @@ func FuzzParseMarker(f *testing.F) {
 		var obj map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(body, &obj), "accepted a body that is not a JSON object: %q", body)
 		require.NotNil(t, obj, "accepted JSON null: %q", body)
+		// One value per field: what was parsed is what any JSON reader sees.
+		var fields struct {
+			DeletedAtMs json.Number `json:"deleted_at_ms"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&fields))
+		n, err := fields.DeletedAtMs.Int64()
+		require.NoError(t, err, "body %q", body)
+		require.Equal(t, n, m.DeletedAtMs, "body %q", body)
 		require.GreaterOrEqual(t, m.DeletedAtMs, int64(0))
 		require.GreaterOrEqual(t, m.TTLMs, int64(0))
 		if !m.HasTTL {

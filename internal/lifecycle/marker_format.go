@@ -30,28 +30,20 @@ func EncodeMarker(deletedAt time.Time, ttl time.Duration) []byte {
 
 // ParseMarker reads a marker written by Lance or by reaper: any key order,
 // any whitespace, unknown keys ignored. deleted_at_ms is required; ttl_ms is
-// optional. Both must be non-negative integers that fit int64. Anything else
-// is an error wrapping ErrInvalidMarker, and the table is never deleted.
+// optional. Both must be non-negative integers that fit int64, each given
+// once: Lance's serde refuses a repeated field, and picking one of two
+// clocks would be a guess (a repeated unknown key is ignored, as there). Anything else is an error wrapping ErrInvalidMarker,
+// and the table is never deleted.
 func ParseMarker(body []byte) (Marker, error) {
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return Marker{}, fmt.Errorf("%w: not a JSON object: %v", ErrInvalidMarker, err)
-	}
-	if raw == nil {
-		return Marker{}, fmt.Errorf("%w: not a JSON object", ErrInvalidMarker)
-	}
-	// dec.More() misses a trailing '}' or ']': check the rest is whitespace.
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		return Marker{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidMarker)
+	raw, err := decodeObject(body)
+	if err != nil {
+		return Marker{}, fmt.Errorf("%w: %w", ErrInvalidMarker, err)
 	}
 	var m Marker
 	v, ok := raw["deleted_at_ms"]
 	if !ok {
 		return Marker{}, fmt.Errorf("%w: missing deleted_at_ms", ErrInvalidMarker)
 	}
-	var err error
 	if m.DeletedAtMs, err = parseMillis("deleted_at_ms", v); err != nil {
 		return Marker{}, err
 	}
@@ -62,6 +54,47 @@ func ParseMarker(body []byte) (Marker, error) {
 		m.HasTTL = true
 	}
 	return m, nil
+}
+
+// markerKeys are the fields a marker may not repeat.
+var markerKeys = map[string]bool{"deleted_at_ms": true, "ttl_ms": true}
+
+// decodeObject reads exactly one JSON object, its values left raw. It
+// refuses a repeated marker field and anything after the closing brace but
+// whitespace.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	raw := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not a JSON object: %v", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("not a JSON object")
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("not a JSON object: %v", err)
+		}
+		if _, dup := raw[key]; dup && markerKeys[key] {
+			return nil, fmt.Errorf("key %q appears twice", key)
+		}
+		raw[key] = v
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, fmt.Errorf("not a JSON object: unterminated")
+	}
+	// The decoder stops after the object: check the rest is whitespace.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+		return nil, fmt.Errorf("trailing data after the JSON object")
+	}
+	return raw, nil
 }
 
 // parseMillis accepts a JSON integer in [0, MaxInt64]. Floats, strings,

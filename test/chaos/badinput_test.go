@@ -87,6 +87,7 @@ func badCases() []badCase {
 		// Markers.
 		{name: "marker is not JSON", setup: withMarker("garbage"), code: 1, out: "invalid marker: not a JSON object"},
 		{name: "marker with trailing data", setup: withMarker(`{"deleted_at_ms":1,"ttl_ms":1}}`), code: 1, out: "trailing data"},
+		{name: "marker with deleted_at_ms twice", setup: withMarker(`{"deleted_at_ms":1,"ttl_ms":1,"deleted_at_ms":9999999999999}`), code: 1, out: `key \"deleted_at_ms\" appears twice`},
 		{name: "marker with a negative time", setup: withMarker(`{"deleted_at_ms":-5,"ttl_ms":1}`), code: 1, out: "deleted_at_ms is negative"},
 		{name: "marker with a float", setup: withMarker(`{"deleted_at_ms":1.5,"ttl_ms":1}`), code: 1, out: "want a non-negative integer"},
 		{name: "marker with a string", setup: withMarker(`{"deleted_at_ms":"1","ttl_ms":1}`), code: 1, out: "want a non-negative integer"},
