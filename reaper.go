@@ -62,6 +62,7 @@ const (
 	StatePurging       = lifecycle.StatePurging
 	StateOrphanMarker  = lifecycle.StateOrphanMarker
 	StateInvalidMarker = lifecycle.StateInvalidMarker
+	StateUnreadable    = lifecycle.StateUnreadable
 	StateNotFound      = lifecycle.StateNotFound
 )
 

@@ -225,7 +225,7 @@ func skipReason(d worker.Decision) string {
 // failureText explains a failed table.
 func failureText(d worker.Decision) string {
 	switch {
-	case d.Err == nil && d.Reason == worker.ReasonInvalidMarker:
+	case d.Err == nil && (d.Reason == worker.ReasonInvalidMarker || d.Status.State == reaper.StateUnreadable):
 		return invalidMessage(d.Status)
 	case d.Err == nil && d.Reason == worker.ReasonFutureMarker:
 		return "future-dated marker: " + d.Status.Problem
@@ -237,10 +237,13 @@ func failureText(d worker.Decision) string {
 	return d.Detail
 }
 
-// invalidMessage explains an invalid or future-dated marker.
+// invalidMessage explains an invalid, unreadable or future-dated marker.
 func invalidMessage(s reaper.TableStatus) string {
-	if s.State == reaper.StateInvalidMarker {
+	switch s.State {
+	case reaper.StateInvalidMarker:
 		return fmt.Sprintf("%s.deleted: %s; it is never purged: fix it, or remove it with 'reaper revive' to keep the table", s.Name, s.Problem)
+	case reaper.StateUnreadable:
+		return fmt.Sprintf("%s; not purged while unreadable: check the store's permissions on that key (the next pass retries)", s.Problem)
 	}
 	return "future-dated marker: " + s.Problem
 }

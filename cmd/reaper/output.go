@@ -109,6 +109,8 @@ func statusNote(s reaper.TableStatus, now time.Time) string {
 	switch {
 	case s.State == reaper.StateInvalidMarker:
 		notes = append(notes, "never purged; fix the marker or remove it with 'reaper revive'")
+	case s.State == reaper.StateUnreadable:
+		notes = append(notes, "never purged while reaper cannot read it; check the store's permissions on that key")
 	case s.Marker == nil || s.FutureDated:
 	case s.Hold != nil:
 		notes = append(notes, "legal hold: "+s.Hold.Reason)

@@ -132,6 +132,57 @@ func TestListStatesAndPlan(t *testing.T) {
 	})
 }
 
+// getFailer fails Get of some keys, as a store denying one object would.
+type getFailer struct {
+	objstore.Store
+	fail map[string]error
+}
+
+func (g *getFailer) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+	if err := g.fail[key]; err != nil {
+		return nil, objstore.Object{}, err
+	}
+	return g.Store.Get(ctx, key)
+}
+
+// One marker or hold that cannot be read makes that table unreadable (in
+// the plan's Invalid: never purged), not the whole root's plan fail; a
+// cancelled read still fails the plan.
+func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		denied := errors.New("api error AccessDenied: Access Denied")
+		g := &getFailer{Store: s, fail: map[string]error{}}
+		ns := newNS(t, g, c)
+		for _, n := range []string{"due", "denied", "held"} {
+			lanceTable(t, s, n, 1)
+			_, err := ns.Drop(ctx, n, time.Hour)
+			require.NoError(t, err)
+		}
+		_, err := ns.PlaceHold(ctx, "held", "case 7")
+		require.NoError(t, err)
+		g.fail[MarkerKey("denied")] = denied
+		g.fail[HoldKey("held")] = denied
+		c.Advance(2 * time.Hour)
+
+		p, err := ns.PlanPurge(ctx, c.Now())
+		require.NoError(t, err)
+		require.Equal(t, []string{"due"}, names(p.Due))
+		require.Equal(t, []string{"denied", "held"}, names(p.Invalid))
+		for _, st := range p.Invalid {
+			require.Equal(t, StateUnreadable, st.State, st.Name)
+			require.Contains(t, st.Problem, "AccessDenied", st.Name)
+		}
+		require.Contains(t, p.Invalid[0].Problem, "read marker denied.deleted")
+		require.Contains(t, p.Invalid[1].Problem, "read hold held.reaper-hold")
+
+		g.fail[MarkerKey("denied")] = context.DeadlineExceeded
+		_, err = ns.PlanPurge(ctx, c.Now())
+		require.ErrorIs(t, err, context.DeadlineExceeded, "a pass out of time is not an unreadable table")
+	})
+}
+
 func names(sts []TableStatus) []string {
 	out := []string{}
 	for _, s := range sts {

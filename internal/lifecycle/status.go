@@ -22,7 +22,11 @@ const (
 	StatePurging       State = "purging"
 	StateOrphanMarker  State = "orphan_marker"
 	StateInvalidMarker State = "invalid_marker"
-	StateNotFound      State = "not_found"
+	// StateUnreadable: the marker or the legal hold exists but could not be
+	// read (after the retries: a 403 on that key, a store error). The table
+	// is never purged while so; the rest of the root is unaffected.
+	StateUnreadable State = "unreadable"
+	StateNotFound   State = "not_found"
 )
 
 // TableStatus is one name of a root with its state.
@@ -42,7 +46,7 @@ type TableStatus struct {
 	// MarkerETag its ETag when it was read.
 	MarkerModified time.Time
 	MarkerETag     string
-	// Problem explains invalid_marker and future-dated markers.
+	// Problem explains invalid_marker, unreadable and future-dated markers.
 	Problem string
 	// FutureDated: deleted_at is further in the future than the skew
 	// allowance; such a table is never purged.
@@ -206,7 +210,7 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 	if e.hold {
 		h, err := ns.readHold(ctx, name)
 		if err != nil {
-			return s, err
+			return ns.unreadable(ctx, s, err)
 		}
 		s.Hold = h
 	}
@@ -221,7 +225,7 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 		return s, nil
 	}
 	if err != nil {
-		return s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err)
+		return ns.unreadable(ctx, s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err))
 	}
 	s.MarkerModified, s.MarkerETag = obj.LastModified, obj.ETag
 	m, err := ParseMarker(body)
@@ -238,6 +242,17 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 	default:
 		s.State = StateSoftDeleted
 	}
+	return s, nil
+}
+
+// unreadable reports a table whose marker or hold could not be read: one
+// bad key must not stop the plan of the whole root, and a table reaper
+// cannot read is never purged (fail closed). A cancelled pass is an error.
+func (ns *Namespace) unreadable(ctx context.Context, s TableStatus, err error) (TableStatus, error) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return s, err
+	}
+	s.State, s.Problem = StateUnreadable, err.Error()
 	return s, nil
 }
 
@@ -260,7 +275,8 @@ type Plan struct {
 	Due []TableStatus
 	// NotDue are soft-deleted tables whose TTL has not passed.
 	NotDue []TableStatus
-	// Invalid are invalid or future-dated markers: reported, never purged.
+	// Invalid are invalid, unreadable or future-dated markers: reported,
+	// never purged.
 	Invalid []TableStatus
 	// Busy are tables whose lease is held by another process.
 	Busy []TableStatus
@@ -296,7 +312,7 @@ func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...stri
 			ns.fillMarker(&s, *s.Marker, now)
 		}
 		switch {
-		case s.State == StateInvalidMarker || s.FutureDated:
+		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.FutureDated:
 			p.Invalid = append(p.Invalid, s)
 		case s.Marker == nil:
 			if s.State == StateExists {

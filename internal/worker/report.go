@@ -63,7 +63,8 @@ func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
 			s.Live++
 		case lifecycle.StateOrphanMarker:
 			s.OrphanMarker++
-		case lifecycle.StateInvalidMarker:
+		case lifecycle.StateInvalidMarker, lifecycle.StateUnreadable:
+			// Both need an operator and are never purged.
 			s.InvalidMarker++
 		default:
 			s.SoftDeleted++

@@ -197,7 +197,10 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	}
 	for _, s := range plan.Invalid {
 		reason := ReasonInvalidMarker
-		if s.FutureDated {
+		switch {
+		case s.State == lifecycle.StateUnreadable:
+			reason = ReasonIO
+		case s.FutureDated:
 			reason = ReasonFutureMarker
 		}
 		p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: reason, Detail: s.Problem, Status: s})

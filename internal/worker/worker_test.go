@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -174,6 +175,37 @@ func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
 			require.Equal(t, PlanSummary{Tables: 3, Live: 1, SoftDeleted: 2, Due: 1, OldestDue: f.rec.planned[0].OldestDue}, f.rec.planned[0])
 		})
 	}
+}
+
+// denyGet fails reads of one key, as a bucket policy denying it would.
+type denyGet struct {
+	objstore.Store
+	key string
+}
+
+func (d denyGet) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+	if strings.HasSuffix(key, d.key) {
+		return nil, objstore.Object{}, errors.New("api error AccessDenied: Access Denied")
+	}
+	return d.Store.Get(ctx, key)
+}
+
+// A marker reaper cannot read fails its table (reason io, kept), not the
+// root: the other due tables of the root are still purged.
+func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
+	f := newFixture(t, "local", 1)
+	f.table(0, "old", 2, 1, 7*day)
+	f.table(0, "denied", 2, 1, 7*day)
+	f.stores[f.uris[0]] = denyGet{Store: f.store(0), key: "denied.deleted"}
+
+	rep, err := f.worker(baseConfig(), 8*day).Pass(context.Background(), nil)
+	require.NoError(t, err)
+	require.NoError(t, rep.Roots[0].Err)
+	require.Equal(t, map[string]string{"old": "purged/due", "denied": "failed/io"}, byTable(rep, 0))
+	require.Equal(t, "partial", rep.Result())
+	require.Empty(t, f.keys(0, "old."))
+	require.Len(t, f.keys(0, "denied."), 1+4, "marker and data kept")
+	require.Equal(t, 1, f.rec.planned[0].InvalidMarker, "counted where an operator looks")
 }
 
 func TestMinTTLFloor(t *testing.T) {
