@@ -81,7 +81,10 @@ func TestMetricsAfterAPass(t *testing.T) {
 		{"reaper_tables", map[string]string{"root": root, "state": "due"}, 4},
 		{"reaper_tables", map[string]string{"root": root, "state": "invalid_marker"}, 2},
 		{"reaper_tables", map[string]string{"root": root, "state": "orphan_marker"}, 1},
-		{"reaper_lock_acquisitions_total", map[string]string{"result": "acquired"}, 3},
+		// Three purges and the conflict, which is found under the lease.
+		{"reaper_lock_acquisitions_total", map[string]string{"result": "acquired"}, 4},
+		{"reaper_lock_acquisitions_total", map[string]string{"result": "contended"}, 0},
+		{"reaper_lock_acquisitions_total", map[string]string{"result": "error"}, 0},
 	} {
 		require.Equal(t, tc.want, metricValue(t, rt, tc.name, tc.labels), "%s%v", tc.name, tc.labels)
 	}

@@ -26,10 +26,17 @@ func (o metricsObserver) RootPlanned(_ *worker.Report, rr *worker.RootReport, _ 
 }
 
 func (o metricsObserver) Decision(_ *worker.Report, d worker.Decision) {
+	switch d.Lease {
+	case lifecycle.LeaseAcquired:
+		o.m.LockAcquisition(metrics.LockAcquired)
+	case lifecycle.LeaseContended:
+		o.m.LockAcquisition(metrics.LockContended)
+	case lifecycle.LeaseError:
+		o.m.LockAcquisition(metrics.LockError)
+	}
 	switch d.Action {
 	case worker.ActionPurged:
 		o.m.TablePurged()
-		o.m.LockAcquisition(metrics.LockAcquired)
 	case worker.ActionConflict:
 		o.m.PurgeConflict()
 	case worker.ActionHeld:
@@ -42,7 +49,11 @@ func (o metricsObserver) Decision(_ *worker.Report, d worker.Decision) {
 			o.m.Skipped(metrics.SkipNotDue, 1)
 		case worker.ReasonLocked:
 			o.m.Skipped(metrics.SkipLocked, 1)
-			o.m.LockAcquisition(metrics.LockContended)
+			if d.Lease == "" {
+				// Found held when planning: contention too, though no
+				// acquisition was tried.
+				o.m.LockAcquisition(metrics.LockContended)
+			}
 		case worker.ReasonShortTTL:
 			o.m.Skipped(metrics.SkipShortTTL, 1)
 		case worker.ReasonLimit, worker.ReasonPartial, worker.ReasonInterrupted, worker.ReasonPaused:

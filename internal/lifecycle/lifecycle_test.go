@@ -402,12 +402,37 @@ func TestPurgeLockedByOther(t *testing.T) {
 		defer lease.Release(ctx)
 		require.Equal(t, StatePurging, statusOf(t, ns, "t").State)
 		before := snapshot(t, s)
-		_, err = ns.Purge(ctx, "t", PurgeOptions{})
+		res, err := ns.Purge(ctx, "t", PurgeOptions{})
 		require.ErrorIs(t, err, ErrLocked)
 		require.ErrorContains(t, err, "other-host/42")
+		require.Equal(t, LeaseContended, res.Lease)
 		require.Equal(t, before, snapshot(t, s))
 		require.ErrorIs(t, ns.Revive(ctx, "t"), ErrLocked)
+
+		// A lease write the store refuses is an error, not contention.
+		lanceTable(t, s, "u", 1)
+		_, err = ns.Drop(ctx, "u", time.Second)
+		require.NoError(t, err)
+		c.Advance(time.Second)
+		denied := newNS(t, &lockDenier{Store: s}, c)
+		res, err = denied.Purge(ctx, "u", PurgeOptions{})
+		require.ErrorContains(t, err, "AccessDenied")
+		require.NotErrorIs(t, err, ErrLocked)
+		require.Equal(t, LeaseError, res.Lease)
+		res, err = ns.Purge(ctx, "u", PurgeOptions{})
+		require.NoError(t, err)
+		require.Equal(t, LeaseAcquired, res.Lease)
 	})
+}
+
+// lockDenier refuses to create leases.
+type lockDenier struct{ objstore.Store }
+
+func (d *lockDenier) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
+	if strings.HasSuffix(key, LockSuffix) {
+		return objstore.Object{}, errors.New("api error AccessDenied: Access Denied")
+	}
+	return d.Store.PutIfAbsent(ctx, key, body)
 }
 
 // The marker is rewritten between the first read and the lease: the re-read

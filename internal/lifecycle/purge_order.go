@@ -58,7 +58,18 @@ type PurgeResult struct {
 	// DeletedAt and PurgeAfter come from the marker.
 	DeletedAt  time.Time
 	PurgeAfter time.Time
+	// Lease is how taking the table's lease went: "" when the purge stopped
+	// before trying (not due, dry run), else LeaseAcquired, LeaseContended
+	// or LeaseError.
+	Lease string
 }
+
+// Lease outcomes of a purge (PurgeResult.Lease).
+const (
+	LeaseAcquired  = "acquired"
+	LeaseContended = "contended"
+	LeaseError     = "error"
+)
 
 // Purge reclaims a soft-deleted table whose marker is valid and due. This
 // file owns the purge order; every step is safe to crash after, and a re-run
@@ -122,8 +133,13 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 
 	lease, err := ns.locker.Acquire(ctx, LockKey(name))
 	if err != nil {
+		res.Lease = LeaseError
+		if errors.Is(err, ErrLocked) {
+			res.Lease = LeaseContended
+		}
 		return res, fmt.Errorf("purge %q: %w", name, err)
 	}
+	res.Lease = LeaseAcquired
 	defer ns.release(lease, name)
 	ctx = lease.Context()
 

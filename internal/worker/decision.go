@@ -60,6 +60,9 @@ type Decision struct {
 	// Finished equals Started for decisions that did no work.
 	Finished time.Time
 	Err      error
+	// Lease is how a purge attempt's lease went (lifecycle.Lease*); "" when
+	// no lease was tried.
+	Lease string
 }
 
 // classify maps a purge's result to an action and reason.

@@ -347,7 +347,7 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 		MaxObjects: maxObjects, Progress: progress, Planned: &s,
 	})
 	d.Finished = p.now()
-	d.Objects, d.Bytes = res.Objects, res.Bytes
+	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)
 	d.Err = err
