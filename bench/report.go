@@ -141,8 +141,9 @@ func verdict(ok bool) string {
 }
 
 // perRoot is what a pass spends on each root whatever it holds: the plan's
-// root listing, one HEAD of the pause object and the lease sweep's listing.
-const perRoot = 3
+// root listing and one HEAD of the pause object (the stale-lease sweep uses
+// the plan's listing).
+const perRoot = 2
 
 // targets evaluates every goal the issue sets.
 func (r *report) targets() []target {
@@ -314,8 +315,9 @@ func (r *report) markdown() string {
 const analysis = `
 ## Analysis: why a target is missed, and what would close it
 
-**Requests per table.** A pass spends 3 requests per root whatever its tables (the plan's root listing,
-the HEAD of _reaper/PAUSE and the stale-lease sweep's listing); one purged table of N objects then costs ceil(N/1000) walk listings +
+**Requests per table.** A pass spends 2 requests per root whatever its tables (the plan's root listing
+and the HEAD of _reaper/PAUSE; the stale-lease sweep reads only the leases that listing showed without
+a marker, so a root without such leases costs nothing more); one purged table of N objects then costs ceil(N/1000) walk listings +
 the DeleteObjects batches + 8: the plan's marker GET, the lease PUT (If-None-Match), the marker and hold
 GETs under the lease, the verify listing, the marker DELETE (If-Match) and the lease DELETE (If-Match);
 splitting the manifests into their own first batch adds one DeleteObjects when the manifest count is

@@ -73,7 +73,8 @@ type rootEntry struct {
 // one paged listing of the root plus one read per marker and per held lease
 // (bounded concurrency). It never lists inside a table.
 func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
-	return ns.status(ctx, nil)
+	out, _, err := ns.status(ctx, nil)
+	return out, err
 }
 
 // Status returns the state of each named table, not_found for unknown names.
@@ -87,10 +88,13 @@ func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus
 	if len(names) == 0 {
 		return ns.List(ctx)
 	}
-	return ns.status(ctx, names)
+	out, _, err := ns.status(ctx, names)
+	return out, err
 }
 
-func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, error) {
+// It also returns the names that have a lease and no marker: the only
+// candidates for SweepStaleLeases, so a pass needs no second listing.
+func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, []string, error) {
 	want := func(string) bool { return true }
 	if only != nil {
 		set := make(map[string]bool, len(only))
@@ -132,14 +136,19 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list root %s: %w", ns.store.URI(), err)
+		return nil, nil, fmt.Errorf("list root %s: %w", ns.store.URI(), err)
 	}
 	names := make([]string, 0, len(entries))
+	var leaseOnly []string
 	for n, e := range entries {
 		if e.data || e.marker || e.lease || e.hold {
 			names = append(names, n)
 		}
+		if e.lease && !e.marker {
+			leaseOnly = append(leaseOnly, n)
+		}
 	}
+	slices.Sort(leaseOnly)
 	for _, n := range only {
 		if entries[n] == nil {
 			names = append(names, n)
@@ -170,7 +179,7 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kept := out[:0]
 	for _, s := range out {
@@ -180,7 +189,7 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 			kept = append(kept, s)
 		}
 	}
-	return kept, nil
+	return kept, leaseOnly, nil
 }
 
 func dataState(hasData bool) State {
@@ -288,6 +297,9 @@ type Plan struct {
 	// Live are tables with data and no marker (they count toward the
 	// blast-radius percentage).
 	Live []TableStatus
+	// LeaseOnly are names that had a lease and no marker when the root was
+	// listed: what SweepStaleLeases may find left behind by a dead process.
+	LeaseOnly []string
 }
 
 // ListPurgeable returns the soft-deleted tables with now >= deleted_at +
@@ -301,11 +313,20 @@ func (ns *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableS
 // PlanPurge classifies every marker of the root at now. names, when given,
 // limits the plan to those tables.
 func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
-	all, err := ns.Status(ctx, names...)
+	for _, n := range names {
+		if err := ValidateName(n); err != nil {
+			return Plan{}, err
+		}
+	}
+	var only []string
+	if len(names) > 0 {
+		only = names
+	}
+	all, leaseOnly, err := ns.status(ctx, only)
 	if err != nil {
 		return Plan{}, err
 	}
-	var p Plan
+	p := Plan{LeaseOnly: leaseOnly}
 	for _, s := range all {
 		if s.Marker != nil {
 			// Due-ness is judged at the caller's now, not the listing's.

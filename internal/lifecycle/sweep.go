@@ -15,12 +15,8 @@ import (
 // purge killed between deleting the marker and releasing (the table is
 // gone), a revive killed after removing the marker (the table is live). No
 // later purge ever takes such a lease over, since there is no marker to
-// purge. A lease is swept only when no marker sits beside it and it expired
-// at now, the condition under which any process may take it over, and only
-// if it is still the version read (DeleteIfMatch), so a process taking it
-// over meanwhile wins. An unreadable lease is kept (fail closed). It costs
-// one listing of the root plus one read per lease without a marker, and
-// returns the keys deleted.
+// purge. It costs one listing of the root plus what SweepStaleLeases costs,
+// and returns the keys deleted.
 func (ns *Namespace) SweepLeases(ctx context.Context, now time.Time) ([]string, error) {
 	markers := map[string]bool{}
 	var leases []string
@@ -38,12 +34,26 @@ func (ns *Namespace) SweepLeases(ctx context.Context, now time.Time) ([]string, 
 	if err != nil {
 		return nil, fmt.Errorf("sweep leases: list root %s: %w", ns.store.URI(), err)
 	}
+	var lone []string
+	for _, name := range leases {
+		if !markers[name] { // with a marker: a purge or revive takes it over
+			lone = append(lone, name)
+		}
+	}
+	return ns.SweepStaleLeases(ctx, now, lone)
+}
+
+// SweepStaleLeases sweeps the leases of names that had no marker when the
+// root was listed (Plan.LeaseOnly), without listing again. A lease is
+// deleted only when no marker sits beside it now and it expired at now, the
+// condition under which any process may take it over, and only if it is
+// still the version read (DeleteIfMatch), so a process taking it over
+// meanwhile wins. An unreadable lease is kept (fail closed). It costs one
+// read per name, plus a marker check and a delete per expired lease.
+func (ns *Namespace) SweepStaleLeases(ctx context.Context, now time.Time, names []string) ([]string, error) {
 	var swept []string
 	var errs []error
-	for _, name := range leases {
-		if markers[name] {
-			continue // a purge or revive takes it over when it expires
-		}
+	for _, name := range names {
 		key := LockKey(name)
 		body, obj, err := ns.store.Get(ctx, key)
 		if errors.Is(err, objstore.ErrNotFound) {
@@ -55,6 +65,14 @@ func (ns *Namespace) SweepLeases(ctx context.Context, now time.Time) ([]string, 
 		}
 		info, err := lock.Parse(body)
 		if err != nil || !info.Expired(now.Round(0)) {
+			continue
+		}
+		// The name was listed without a marker; one may have been written
+		// since (a drop): its lease is then a purge's to take over.
+		if _, err := ns.store.Head(ctx, MarkerKey(name)); !errors.Is(err, objstore.ErrNotFound) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sweep lease %s: check marker: %w", key, err))
+			}
 			continue
 		}
 		err = ns.store.DeleteIfMatch(ctx, key, obj.ETag)

@@ -239,9 +239,10 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
-	if !p.rep.DryRun && ctx.Err() == nil {
-		// Leases of processes killed after finishing their table.
-		if _, err := ns.SweepLeases(ctx, p.now()); err != nil {
+	if !p.rep.DryRun && ctx.Err() == nil && len(plan.LeaseOnly) > 0 {
+		// Leases of processes killed after finishing their table, as the
+		// plan's listing saw them: no second listing of the root.
+		if _, err := ns.SweepStaleLeases(ctx, p.now(), plan.LeaseOnly); err != nil {
 			log.Warn("sweep stale leases", "err", err)
 		}
 	}
