@@ -92,8 +92,9 @@ func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus
 	return out, err
 }
 
-// It also returns the names that have a lease and no marker: the only
-// candidates for SweepStaleLeases, so a pass needs no second listing.
+// status lists the root once and describes every name (only those in only,
+// when set). It also returns the names that have a lease and no marker: the
+// only candidates for SweepStaleLeases, so a pass needs no second listing.
 func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, []string, error) {
 	want := func(string) bool { return true }
 	if only != nil {
