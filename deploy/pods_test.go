@@ -291,14 +291,23 @@ func TestCronJobPodsPass(t *testing.T) {
 				require.Greater(t, len(shards), 1, "%s: one pod purged every root: %v", p, purgedBy)
 			}
 			if pg != nil {
-				host, err := os.Hostname()
-				require.NoError(t, err)
 				pg.mu.Lock()
 				defer pg.mu.Unlock()
-				fams, ok := pg.pushes["PUT /metrics/job/reaper/instance/"+host]
-				require.True(t, ok, "pushes: %v", slices.Collect(maps.Keys(pg.pushes)))
-				require.NotNil(t, fams["reaper_passes_total"])
-				require.NotNil(t, fams["reaper_last_success_timestamp_seconds"])
+				// One group per job (per shard when sharded), whatever the
+				// pod's name: each run replaces the previous run's.
+				var want []string
+				for _, idx := range indexes {
+					if idx < 0 {
+						want = append(want, "PUT /metrics/job/reaper")
+					} else {
+						want = append(want, fmt.Sprintf("PUT /metrics/job/reaper/shard/%d", idx))
+					}
+				}
+				require.ElementsMatch(t, want, slices.Collect(maps.Keys(pg.pushes)))
+				for _, fams := range pg.pushes {
+					require.NotNil(t, fams["reaper_passes_total"])
+					require.NotNil(t, fams["reaper_last_success_timestamp_seconds"])
+				}
 			}
 		})
 	}

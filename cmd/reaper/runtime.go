@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -223,7 +224,12 @@ func openAudit(ctx context.Context, loc string, opts map[string]string) (objstor
 // export pushes or writes the pass's metrics when configured.
 func (rt *runtime) export(ctx context.Context) error {
 	if u := rt.cfg.Metrics.Pushgateway; u != "" {
-		if err := metrics.Push(ctx, u, "reaper", rt.registry); err != nil {
+		var grouping map[string]string
+		if sh := rt.cfg.Shard; sh.Count > 1 {
+			// Shards push separately; each replaces only its own group.
+			grouping = map[string]string{"shard": strconv.Itoa(sh.Index)}
+		}
+		if err := metrics.Push(ctx, u, rt.cfg.Metrics.PushJob, grouping, rt.registry); err != nil {
 			return fmt.Errorf("push metrics to %s: %w", u, err)
 		}
 	}

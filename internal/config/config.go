@@ -124,6 +124,10 @@ type Metrics struct {
 	PerRootLabels *bool `yaml:"per_root_labels"`
 	// Pushgateway URL for one-shot passes ("" = off).
 	Pushgateway string `yaml:"pushgateway"`
+	// PushJob is the Pushgateway group's job label. Each push replaces the
+	// group job/<push_job> (plus shard/<index> when sharded), so runs of a
+	// CronJob replace each other instead of piling up per pod.
+	PushJob string `yaml:"push_job"`
 	// Textfile path for the node-exporter textfile collector ("" = off).
 	Textfile string `yaml:"textfile"`
 }

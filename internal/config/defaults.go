@@ -34,7 +34,7 @@ func Default() Config {
 			BlastRadiusMinTables: 10,
 			RetentionEnabled:     boolPtr(true),
 		},
-		Metrics: Metrics{PerRootLabels: boolPtr(true)},
+		Metrics: Metrics{PerRootLabels: boolPtr(true), PushJob: "reaper"},
 	}
 }
 

@@ -182,6 +182,9 @@ func (c Config) validateShard(v *validator) {
 }
 
 func (c Config) validateOutputs(v *validator) {
+	if c.Metrics.PushJob == "" {
+		v.add("metrics.push_job", "", "the Pushgateway needs a job label", `leave it unset for "reaper", or name this deployment, e.g. "reaper-tenants"`)
+	}
 	if p := c.Metrics.Pushgateway; p != "" {
 		u, err := url.Parse(p)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

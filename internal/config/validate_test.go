@@ -77,6 +77,7 @@ func TestValidate(t *testing.T) {
 		{"shard index without count", func(c *Config) { c.Shard = Shard{Index: 2} }, "shard.index", "2", "set shard.count"},
 		{"pushgateway scheme", func(c *Config) { c.Metrics.Pushgateway = "pushgateway:9091" }, "metrics.pushgateway", "pushgateway:9091", "http://pushgateway:9091"},
 		{"pushgateway no host", func(c *Config) { c.Metrics.Pushgateway = "http://" }, "metrics.pushgateway", "http://", "http://pushgateway:9091"},
+		{"push job empty", func(c *Config) { c.Metrics.PushJob = "" }, "metrics.push_job", `""`, `"reaper"`},
 		{"textfile suffix", func(c *Config) { c.Metrics.Textfile = "/var/lib/ne/reaper.txt" }, "metrics.textfile", "reaper.txt", ".prom"},
 		{"audit bad uri", func(c *Config) { c.Audit.Location = "audit/" }, "audit.location", "audit/", "s3:// prefix"},
 		{"audit in table (file)", func(c *Config) { c.Audit.Location = "/var/lib/lancedb/t.lance/audit" }, "audit.location", "t.lance", "outside every table"},

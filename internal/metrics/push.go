@@ -3,8 +3,10 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,17 +18,19 @@ import (
 const DefaultJob = "reaper"
 
 // Push sends everything g gathers to the Pushgateway at url, replacing the
-// group job/<job>/instance/<hostname> (job "" means DefaultJob), so a
-// one-shot `reaper purge` run from cron leaves its results behind.
-func Push(ctx context.Context, url, job string, g prometheus.Gatherer) error {
+// group job/<job> plus the grouping labels (job "" means DefaultJob), so a
+// one-shot `reaper purge` run from cron leaves its results behind. The group
+// is deliberately not keyed by host: a CronJob's pods are named anew each
+// run, and a group per pod would pile up in the Pushgateway forever.
+func Push(ctx context.Context, url, job string, grouping map[string]string, g prometheus.Gatherer) error {
 	if job == "" {
 		job = DefaultJob
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return fmt.Errorf("push metrics: hostname: %w", err)
+	p := push.New(url, job).Gatherer(g)
+	for _, k := range slices.Sorted(maps.Keys(grouping)) {
+		p = p.Grouping(k, grouping[k])
 	}
-	if err := push.New(url, job).Gatherer(g).Grouping("instance", host).PushContext(ctx); err != nil {
+	if err := p.PushContext(ctx); err != nil {
 		return fmt.Errorf("push metrics: %w", err)
 	}
 	return nil

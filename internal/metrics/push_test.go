@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,18 +41,15 @@ func TestPush(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	require.NoError(t, Push(t.Context(), srv.URL, "", reg))
+	require.NoError(t, Push(t.Context(), srv.URL, "", nil, reg))
 	g := <-ch
-	host, err := os.Hostname()
-	require.NoError(t, err)
 	require.Equal(t, http.MethodPut, g.method, "replace the whole group")
-	require.True(t, strings.HasPrefix(g.path, "/metrics/job/reaper/instance/"), "path %s", g.path)
-	require.Contains(t, g.path, host)
+	require.Equal(t, "/metrics/job/reaper", g.path, "one group per job, not per pod: CronJob pods are named anew each run")
 	require.Contains(t, g.families, "reaper_passes_total")
 	require.Equal(t, 1700000000.0, g.families["reaper_last_success_timestamp_seconds"].GetMetric()[0].GetGauge().GetValue())
 
-	require.NoError(t, Push(t.Context(), srv.URL, "nightly", reg))
-	require.True(t, strings.HasPrefix((<-ch).path, "/metrics/job/nightly/instance/"))
+	require.NoError(t, Push(t.Context(), srv.URL, "nightly", map[string]string{"shard": "2"}, reg))
+	require.Equal(t, "/metrics/job/nightly/shard/2", (<-ch).path)
 }
 
 func TestPushServerError(t *testing.T) {
@@ -64,7 +60,7 @@ func TestPushServerError(t *testing.T) {
 	defer srv.Close()
 	reg := prometheus.NewRegistry()
 	New(reg, Options{})
-	err := Push(t.Context(), srv.URL, "", reg)
+	err := Push(t.Context(), srv.URL, "", nil, reg)
 	require.ErrorContains(t, err, "push metrics")
 }
 
