@@ -92,7 +92,8 @@ type Limits struct {
 	// objects per pass (0 = unlimited); it continues at the next pass, so a
 	// huge table cannot starve the others.
 	MaxObjectsPerTable int64 `yaml:"max_objects_per_table"`
-	// RetryMaxElapsed caps retries of one request on 503/429/500.
+	// RetryMaxElapsed caps how long one request keeps retrying, counted
+	// from its first failure.
 	RetryMaxElapsed Duration `yaml:"retry_max_elapsed"`
 }
 

@@ -16,8 +16,8 @@ const (
 // Options tune the retry wrapper. Zero durations mean their defaults; tests
 // set them (and Sleep, Now) to run without real waiting.
 type Options struct {
-	// MaxElapsed caps the total time one operation spends across attempts
-	// and waits; default 2m. The last wait is shortened to fit.
+	// MaxElapsed caps how long one operation keeps retrying, counted from
+	// its first failure; default 2m. The last wait is shortened to fit.
 	MaxElapsed time.Duration
 	// InitialBackoff is the cap of the first wait; default 100ms. The cap
 	// doubles per failed attempt up to MaxBackoff, and each wait is drawn

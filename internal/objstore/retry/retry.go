@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -71,8 +72,13 @@ func (s *Store) transient(err error) bool {
 // do runs fn until it succeeds, fails permanently, the context ends or
 // MaxElapsed is spent. It returns the number of attempts made, so callers
 // know whether an earlier attempt failed transiently (attempts > 1).
+//
+// The budget runs from the first failure, not from the call: the pacer's
+// wait before the first attempt and a long first attempt that worked (a
+// walk of many pages) are not failing time, and counting them made such an
+// operation give up on its first transient error without a single retry.
 func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context) error) (int, error) {
-	start := s.opts.Now()
+	var failingSince time.Time
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return attempt - 1, err
@@ -94,7 +100,10 @@ func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context)
 		if s.opts.IsThrottle(err) {
 			s.throttled(key)
 		}
-		remaining := s.opts.MaxElapsed - s.opts.Now().Sub(start)
+		if failingSince.IsZero() {
+			failingSince = s.opts.Now()
+		}
+		remaining := s.opts.MaxElapsed - s.opts.Now().Sub(failingSince)
 		if remaining <= 0 {
 			return attempt, fmt.Errorf("%s %q: gave up after %d attempts: %w", op, key, attempt, err)
 		}

@@ -154,12 +154,34 @@ func TestMaxElapsedCountsRequestTime(t *testing.T) {
 	f := newFlaky(objstore.NewMemory(), 1000)
 	opts := testOptions(clk)
 	opts.MaxElapsed = time.Second
-	// Each failing request takes 600ms: after the second the budget is spent.
+	// Each failing request takes 600ms. The budget starts at the first
+	// failure (t=0.6s): waits of 100ms and 200ms and two more failing
+	// requests spend it.
 	opts.IsTransient = func(err error) bool { clk.Advance(600 * time.Millisecond); return isTestTransient(err) }
 	s := Wrap(f, opts)
 	_, _, err := s.Get(t.Context(), "k")
 	require.ErrorIs(t, err, errTransient)
-	require.Equal(t, 2, f.count("get"), "attempts: got/want")
+	require.Equal(t, 3, f.count("get"), "attempts: got/want")
+}
+
+// A first attempt that ran longer than the whole budget (a walk of many
+// pages, or one queued behind the pacer) and then failed is still retried.
+func TestMaxElapsedRunsFromTheFirstFailure(t *testing.T) {
+	clk := newFakeTime()
+	f := newFlaky(objstore.NewMemory(), 1)
+	opts := testOptions(clk)
+	opts.MaxElapsed = time.Second
+	first := true
+	opts.IsTransient = func(err error) bool {
+		if first {
+			first = false
+			clk.Advance(10 * time.Second)
+		}
+		return isTestTransient(err)
+	}
+	_, err := Wrap(f, opts).Put(t.Context(), "k", []byte("v"))
+	require.NoError(t, err)
+	require.Equal(t, 2, f.count("put"))
 }
 
 func TestErrorsAfterRetriesKeepSentinels(t *testing.T) {
