@@ -105,6 +105,18 @@ func TestReportMarksMisses(t *testing.T) {
 
 	r.Partial = true
 	require.Contains(t, r.markdown(), "**Partial:", "a checkpoint says the run is unfinished")
+
+	// The raw results re-render to the same report (--render).
+	r.Partial = false
+	dir := t.TempDir()
+	require.NoError(t, saveRaw(dir, r))
+	c := config{Repo: dir, Render: filepath.Join(dir, rawPath)}
+	r.Config.Out = "OUT.md"
+	require.NoError(t, saveRaw(dir, r))
+	require.NoError(t, render(c))
+	got, err := os.ReadFile(filepath.Join(dir, "OUT.md"))
+	require.NoError(t, err)
+	require.Equal(t, r.markdown(), string(got))
 }
 
 // TestGatewaySeesFiles checks the harness's two assumptions about

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -42,6 +43,7 @@ type config struct {
 	Repo          string
 	Install       bool
 	Keep          bool
+	Render        string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -63,6 +65,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "results file, relative to the repository")
 	fs.BoolVar(&c.Install, "install", true, "install missing peers (apt-get, as root) and versitygw, and build reaper")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the scratch directory")
+	fs.StringVar(&c.Render, "render", "", "measure nothing: rewrite the results file from a run's raw results (.bench/last-run.json)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -141,6 +144,9 @@ func run(ctx context.Context, c config, args []string) error {
 			defer os.RemoveAll(d)
 		}
 	}
+	if c.Render != "" {
+		return render(c)
+	}
 	start := time.Now()
 	t, err := setupTools(ctx, c)
 	if err != nil {
@@ -153,6 +159,9 @@ func run(ctx context.Context, c config, args []string) error {
 	}
 	write := func(partial bool) error {
 		rep.Partial, rep.Elapsed = partial, time.Since(start)
+		if err := saveRaw(c.Repo, rep); err != nil {
+			return err
+		}
 		return os.WriteFile(out, []byte(rep.markdown()), 0o644)
 	}
 	if err := runScenarios(ctx, c, t, rep, func() error { return write(true) }); err != nil {
@@ -162,6 +171,45 @@ func run(ctx context.Context, c config, args []string) error {
 		return err
 	}
 	logf("wrote %s (%s)", out, rep.Elapsed.Round(time.Second))
+	fmt.Print(rep.summary())
+	return nil
+}
+
+// rawPath keeps the last run's measurements, so the report's prose can be
+// corrected and re-rendered (--render) without measuring again. It is
+// ignored by git: BENCHMARKS.md is the record.
+const rawPath = ".bench/last-run.json"
+
+func saveRaw(repo string, rep *report) error {
+	p := filepath.Join(repo, rawPath)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rep, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, b, 0o644)
+}
+
+// render rewrites the results file from saved raw results.
+func render(c config) error {
+	b, err := os.ReadFile(c.Render)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", c.Render, err)
+	}
+	out := rep.Config.Out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(c.Repo, out)
+	}
+	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
+		return err
+	}
+	logf("rendered %s from %s", out, c.Render)
 	fmt.Print(rep.summary())
 	return nil
 }

@@ -305,7 +305,7 @@ func (r *report) markdown() string {
 	}
 	w("```\n\nawscli: `AWS_CONFIG_FILE` holds `s3 = addressing_style = path`; credentials from the environment. rclone: remote `bench` from `RCLONE_CONFIG_BENCH_*` (type s3, provider Other, endpoint, force_path_style true). The roots pass reads a config with `discover: [{uri: s3://bench-roots/tenants/*/, storage_options: …}]`.\n\n")
 
-	w("## How to reproduce\n\n```\nmake bench                      # full: %s\nmake bench BENCH_ARGS=--quick   # quick\ngo run ./bench --help           # sizes, repetitions, object size, peers\n```\n\n", "10k and 100k objects on S3 and local, 1M local files for the RSS check")
+	w("## How to reproduce\n\n```\nmake bench                      # full: %s\nmake bench BENCH_ARGS=--quick   # quick\ngo run ./bench --help           # sizes, repetitions, object size, peers\ngo run ./bench --render .bench/last-run.json   # rewrite this file from the last run's raw results\n```\n\n", "10k and 100k objects on S3 and local, 1M local files for the RSS check")
 	w("`make bench` installs what is missing (awscli and rclone with apt-get when run as root, versitygw with scripts/install-versitygw.sh), builds ./bin/reaper with `make build`, starts versitygw on 127.0.0.1 with `--access-log`, and writes this file. Tables are created as files in versitygw's posix data directory (after CreateBucket through the API; a ListObjectsV2 checks the object count) with modification times before the drop; the soft-delete marker is PUT through the API.\n")
 	return b.String()
 }
