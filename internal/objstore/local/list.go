@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -213,7 +216,11 @@ func readChunk(ctx context.Context, f *os.File, dir, namePrefix string, max int)
 		entries, err := f.ReadDir(direntChunk)
 		for _, e := range entries {
 			name := e.Name()
-			if !strings.HasPrefix(name, namePrefix) || strings.HasPrefix(name, tmpPrefix) {
+			if strings.HasPrefix(name, tmpPrefix) {
+				removeStaleTemp(dir, e)
+				continue
+			}
+			if !strings.HasPrefix(name, namePrefix) {
 				continue
 			}
 			switch {
@@ -234,6 +241,19 @@ func readChunk(ctx context.Context, f *os.File, dir, namePrefix string, max int)
 		}
 	}
 	return names, false, nil
+}
+
+// removeStaleTemp removes a temp file older than StaleTempAge, best effort:
+// a failure only leaves it for the next listing.
+func removeStaleTemp(dir string, e fs.DirEntry) {
+	if !e.Type().IsRegular() {
+		return
+	}
+	info, err := e.Info()
+	if err != nil || time.Since(info.ModTime()) < StaleTempAge {
+		return
+	}
+	_ = os.Remove(filepath.Join(dir, e.Name()))
 }
 
 // stat describes a listed file; ok is false if it vanished since the

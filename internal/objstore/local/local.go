@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -20,6 +21,11 @@ import (
 // tmpPrefix marks temp files of in-flight writes. Listings skip such names
 // and keys may not use them, so a crash leaves a stray file nobody sees.
 const tmpPrefix = ".reaper-tmp-"
+
+// StaleTempAge is how old a temp file must be before a listing that meets
+// it removes it: a write takes milliseconds, so one this old belongs to a
+// process killed mid-write, and nothing else would ever remove it.
+const StaleTempAge = time.Hour
 
 // Store is a filesystem-backed objstore.Store rooted at one directory.
 type Store struct {
