@@ -15,7 +15,7 @@ func Default() Config {
 		Defaults: Defaults{
 			TTL:           Duration(7 * day),
 			SkewAllowance: Duration(5 * time.Minute),
-			LeaseTTL:      Duration(30 * time.Second),
+			LeaseTTL:      Duration(2 * time.Minute),
 		},
 		Limits: Limits{
 			TableConcurrency:  4,

@@ -40,7 +40,7 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, Log{Format: "json", Level: "info"}, d.Log)
 	require.Equal(t, 7*24*time.Hour, d.Defaults.TTL.D())
 	require.Equal(t, 5*time.Minute, d.Defaults.SkewAllowance.D())
-	require.Equal(t, 30*time.Second, d.Defaults.LeaseTTL.D())
+	require.Equal(t, 2*time.Minute, d.Defaults.LeaseTTL.D())
 	require.Equal(t, 4, d.Limits.TableConcurrency)
 	require.Equal(t, 4, d.Limits.DeleteConcurrency)
 	require.Equal(t, 2*time.Minute, d.Limits.RetryMaxElapsed.D())

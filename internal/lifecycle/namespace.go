@@ -20,7 +20,7 @@ import (
 const (
 	DefaultTTL           = 7 * 24 * time.Hour
 	DefaultSkewAllowance = 5 * time.Minute
-	DefaultLeaseTTL      = 30 * time.Second
+	DefaultLeaseTTL      = 2 * time.Minute
 	// DefaultMarkerReads bounds concurrent marker and lease reads in List.
 	DefaultMarkerReads = 16
 )

@@ -273,8 +273,8 @@ func TestLockerConfig(t *testing.T) {
 
 	c, err := (&Locker{Store: s}).config()
 	require.NoError(t, err)
-	require.Equal(t, 30*time.Second, c.ttl)
-	require.Equal(t, 10*time.Second, c.renewInterval)
-	require.Equal(t, 3*time.Second, c.driftMargin)
+	require.Equal(t, 2*time.Minute, c.ttl)
+	require.Equal(t, 40*time.Second, c.renewInterval)
+	require.Equal(t, 12*time.Second, c.driftMargin)
 	require.Regexp(t, `^.+/\d+/[0-9a-f]{8}$`, c.owner)
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	defaultTTL = 30 * time.Second
+	defaultTTL = 2 * time.Minute
 	// acquireAttempts bounds how often Acquire starts over when the lease
 	// vanishes between seeing it and taking it over.
 	acquireAttempts = 4
@@ -35,7 +35,7 @@ type Locker struct {
 	// Owner is written into the lease for operators; "" means
 	// "<host>/<pid>/<random>".
 	Owner string
-	// TTL is how long a lease lasts without renewal; default 30s.
+	// TTL is how long a lease lasts without renewal; default 2m.
 	TTL time.Duration
 	// RenewInterval is the time between renewals; default TTL/3.
 	RenewInterval time.Duration
