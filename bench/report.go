@@ -321,9 +321,20 @@ a marker, so a root without such leases costs nothing more); one purged table of
 the DeleteObjects batches + 8: the plan's marker GET, the lease PUT (If-None-Match), the marker and hold
 GETs under the lease, the verify listing, the marker DELETE (If-Match) and the lease DELETE (If-Match);
 splitting the manifests into their own first batch adds one DeleteObjects when the manifest count is
-not a multiple of 1,000 (it is counted against the +8 here). A long purge adds one lease renewal PUT per
-10 s. The first run of this harness measured 32 (12 fixed) before three changes: DeleteObject If-Match
-without a HEAD first, the plan's marker handed to the purge, and the hold read once under the lease.
+not a multiple of 1,000 (it is counted against the +8 here). A purge longer than a third of
+defaults.lease_ttl adds one lease renewal PUT per third: the +8 has no room for those. The first run of
+this harness measured 32 (12 fixed) before three changes: DeleteObject If-Match without a HEAD first,
+the plan's marker handed to the purge, and the hold read once under the lease. The first full run
+(2026-11-30, commit bd6f3a2) missed the bound at 100,000 objects by 1-2 requests for that reason:
+the purge took 22-30 s under the then-default 30 s lease, renewed every 10 s, so 2-3 renewal PUTs
+(PutObject 3-4). The default lease is now 2 minutes (renewed every 40 s): a purge of up to ~40 s
+needs no renewal, a dead holder blocks its table for at most 2 minutes (passes run minutes apart), and
+a renewal survives a longer store outage. Beyond that, each 40 s adds one PUT; one LIST of
+<name>. under the lease instead of the marker and hold GETs would save one request per table on S3.
+Re-measured right after that change (commit 71bf727, reaper only, 5 runs, same machine:
+` + "`go run ./bench --sizes 100000 --local-sizes 1000 --rss-objects 0 --status-tables 0 --roots 0 --peers \"\"`" + `):
+209 requests for the whole command in every run, 207 for the table (PutObject 1, no renewal): PASS;
+median 29.1 s, 3441 objects/s.
 
 **Throughput on S3.** reaper's DeleteObjects batches of 1,000 keys send about 1/1000 of the peers'
 requests (awscli and rclone send one DeleteObject per key against this server), so reaper's rate is
@@ -332,15 +343,29 @@ bounded by how fast versitygw's posix backend unlinks files, not by requests.
 **Local purge vs rm -rf.** reaper stats every file once (the identity fence needs each modification
 time), spills the key list beyond 10,000 keys to a temporary file so memory stays flat, takes a
 per-directory lock and fsyncs every directory it deleted from; rm -rf does none of that. The runs are
-noisy on this 2-core machine (other work shares the disk), hence the min/max columns.
+noisy on this 2-core machine (other work shares the disk), hence the min/max columns. At 10,000 and
+100,000 files (5 runs each) reaper stays within 1.3x. The 1,000,000-file table is purged once per
+contender (it exists for the peak-RSS check; two copies take ~4 minutes to write), and there the full run
+measured 1.42x: 280 s against 196 s. One run each is weak evidence (writing the identical copies took
+69 s before reaper's run and 151 s before rm -rf's, so the disk was in a different state), but the
+structural cost is real: reaper deletes in batches of 1,000 keys and fsyncs the directory after each,
+so 1,000 directory fsyncs (journal commits) for one data/ directory of ~800,000 files, where rm -rf
+does none. What would close it: on the local backend, fsync the manifests' directory after the
+manifest batch (the crash-safe order needs them gone first) and every other touched directory once,
+before the marker is deleted, instead of after every batch: a store-level sync step that the
+retry, metrics and tracing wrappers pass through.
 
 **Peak RSS.** Measured by polling /proc/<pid>/status VmHWM (the child's rusage Maxrss would include
-the harness's own RSS, folded in at fork). reaper's baseline is ~35-45 MiB (Go runtime, AWS SDK, Prometheus, OpenTelemetry
-linked in). The local backend's Walk reads and sorts one directory's names at a time (sorted listing
-order is the Store contract), so a table whose data/ directory holds ~800,000 files keeps those names
-(~80 bytes each) in memory while they are walked. What would close it: walk unsorted on the local
-backend when the caller does not need key order (a purge does not), streaming getdents chunks of
-1,024 entries straight into the spill file.
+the harness's own RSS, folded in at fork). reaper's baseline is ~35-45 MiB (Go runtime, AWS SDK,
+Prometheus, OpenTelemetry linked in), and purging 1,000,000 local files stays there: the local
+backend's Walk streams a directory of more than 10,000 entries in directory order, 1,024 entries at a
+time, and the purge spills the keys to a temporary file, so no listing is ever held whole. (Before
+that change, the first quick run read and sorted the ~800,000 names of data/ in memory.)
+
+**Scan cost.** status reads each marker once (GetObject per soft-deleted table) after one paged
+listing. A discovered root costs one more listing per pass (the check that the child is a database
+root), so the pass over 1,000 roots with nothing due spends 3 requests per root; reusing that check's
+listing as the plan's would make it 2.
 `
 
 func concName(n int) string {
