@@ -80,24 +80,21 @@ func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
 // Status returns the state of each named table, not_found for unknown names.
 // It costs the same listing as List.
 func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
-	for _, n := range names {
-		if err := ValidateName(n); err != nil {
-			return nil, err
-		}
-	}
-	if len(names) == 0 {
-		return ns.List(ctx)
-	}
 	out, _, err := ns.status(ctx, names)
 	return out, err
 }
 
 // status lists the root once and describes every name (only those in only,
-// when set). It also returns the names that have a lease and no marker: the
+// when any, after validating them). It also returns the names that have a lease and no marker: the
 // only candidates for SweepStaleLeases, so a pass needs no second listing.
 func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, []string, error) {
+	for _, n := range only {
+		if err := ValidateName(n); err != nil {
+			return nil, nil, err
+		}
+	}
 	want := func(string) bool { return true }
-	if only != nil {
+	if len(only) > 0 {
 		set := make(map[string]bool, len(only))
 		for _, n := range only {
 			set[n] = true
@@ -186,7 +183,7 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 	for _, s := range out {
 		// A lone lease with no data and no marker is not a table, unless the
 		// caller asked for that name.
-		if s.State != StateNotFound || only != nil {
+		if s.State != StateNotFound || len(only) > 0 {
 			kept = append(kept, s)
 		}
 	}
@@ -314,16 +311,7 @@ func (ns *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableS
 // PlanPurge classifies every marker of the root at now. names, when given,
 // limits the plan to those tables.
 func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
-	for _, n := range names {
-		if err := ValidateName(n); err != nil {
-			return Plan{}, err
-		}
-	}
-	var only []string
-	if len(names) > 0 {
-		only = names
-	}
-	all, leaseOnly, err := ns.status(ctx, only)
+	all, leaseOnly, err := ns.status(ctx, names)
 	if err != nil {
 		return Plan{}, err
 	}

@@ -10,41 +10,13 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// SweepLeases deletes the leases that a process left behind when it died
-// after it was done with its table but before it released the lease: a
-// purge killed between deleting the marker and releasing (the table is
+// SweepStaleLeases deletes the leases that a process left behind when it
+// died after it was done with its table but before it released the lease:
+// a purge killed between deleting the marker and releasing (the table is
 // gone), a revive killed after removing the marker (the table is live). No
 // later purge ever takes such a lease over, since there is no marker to
-// purge. It costs one listing of the root plus what SweepStaleLeases costs,
-// and returns the keys deleted.
-func (ns *Namespace) SweepLeases(ctx context.Context, now time.Time) ([]string, error) {
-	markers := map[string]bool{}
-	var leases []string
-	err := ns.store.List(ctx, "", func(p objstore.Page) error {
-		for _, o := range p.Objects {
-			switch name, kind := classifyObject(o.Key); kind {
-			case entryMarker:
-				markers[name] = true
-			case entryLock:
-				leases = append(leases, name)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sweep leases: list root %s: %w", ns.store.URI(), err)
-	}
-	var lone []string
-	for _, name := range leases {
-		if !markers[name] { // with a marker: a purge or revive takes it over
-			lone = append(lone, name)
-		}
-	}
-	return ns.SweepStaleLeases(ctx, now, lone)
-}
-
-// SweepStaleLeases sweeps the leases of names that had no marker when the
-// root was listed (Plan.LeaseOnly), without listing again. A lease is
+// purge. names are those that had a lease and no marker when the plan
+// listed the root (Plan.LeaseOnly), so no second listing is needed. A lease is
 // deleted only when no marker sits beside it now and it expired at now, the
 // condition under which any process may take it over, and only if it is
 // still the version read (DeleteIfMatch), so a process taking it over
