@@ -68,13 +68,11 @@ func IsTransient(err error) bool {
 	if errors.As(err, &be) {
 		return batchTransient(be)
 	}
-	switch errorCode(err) {
-	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable",
-		"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests":
+	if pushback(err) || errorCode(err) == "RequestTimeout" {
 		return true
 	}
 	switch httpStatus(err) {
-	case 429, 500, 502, 503, 504:
+	case 502, 504:
 		return true
 	}
 	var sendErr *smithyhttp.RequestSendError
@@ -103,6 +101,12 @@ func IsThrottle(err error) bool {
 		}
 		return false
 	}
+	return pushback(err)
+}
+
+// pushback reports a single answer that is the store asking for fewer
+// requests; IsThrottle is exactly these, IsTransient includes them.
+func pushback(err error) bool {
 	switch errorCode(err) {
 	case "SlowDown", "InternalError", "ServiceUnavailable",
 		"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests":
