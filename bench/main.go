@@ -153,10 +153,7 @@ func run(ctx context.Context, c config, args []string) error {
 		return err
 	}
 	rep := &report{Config: c, Tools: t, Machine: machineInfo(), Args: args, Started: start}
-	out := c.Out
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(c.Repo, out)
-	}
+	out := resultsPath(c.Repo, c.Out)
 	write := func(partial bool) error {
 		rep.Partial, rep.Elapsed = partial, time.Since(start)
 		if err := saveRaw(c.Repo, rep); err != nil {
@@ -192,6 +189,14 @@ func saveRaw(repo string, rep *report) error {
 	return os.WriteFile(p, b, 0o644)
 }
 
+// resultsPath is the results file: --out, relative to the repository.
+func resultsPath(repo, out string) string {
+	if filepath.IsAbs(out) {
+		return out
+	}
+	return filepath.Join(repo, out)
+}
+
 // render rewrites the results file from saved raw results.
 func render(c config) error {
 	b, err := os.ReadFile(c.Render)
@@ -202,10 +207,7 @@ func render(c config) error {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return fmt.Errorf("%s: %w", c.Render, err)
 	}
-	out := rep.Config.Out
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(c.Repo, out)
-	}
+	out := resultsPath(c.Repo, rep.Config.Out)
 	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
 		return err
 	}
