@@ -132,17 +132,25 @@ func TestListStatesAndPlan(t *testing.T) {
 	})
 }
 
-// getFailer fails Get of some keys, as a store denying one object would.
-type getFailer struct {
+// keyFailer fails reads and creations of some keys, as a store denying
+// one object would.
+type keyFailer struct {
 	objstore.Store
 	fail map[string]error
 }
 
-func (g *getFailer) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
-	if err := g.fail[key]; err != nil {
+func (k *keyFailer) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+	if err := k.fail[key]; err != nil {
 		return nil, objstore.Object{}, err
 	}
-	return g.Store.Get(ctx, key)
+	return k.Store.Get(ctx, key)
+}
+
+func (k *keyFailer) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
+	if err := k.fail[key]; err != nil {
+		return objstore.Object{}, err
+	}
+	return k.Store.PutIfAbsent(ctx, key, body)
 }
 
 // One marker or hold that cannot be read makes that table unreadable (in
@@ -153,7 +161,7 @@ func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 		ctx := context.Background()
 		c := &clock{}
 		denied := errors.New("api error AccessDenied: Access Denied")
-		g := &getFailer{Store: s, fail: map[string]error{}}
+		g := &keyFailer{Store: s, fail: map[string]error{}}
 		ns := newNS(t, g, c)
 		for _, n := range []string{"due", "denied", "held"} {
 			lanceTable(t, s, n, 1)
@@ -414,7 +422,9 @@ func TestPurgeLockedByOther(t *testing.T) {
 		_, err = ns.Drop(ctx, "u", time.Second)
 		require.NoError(t, err)
 		c.Advance(time.Second)
-		denied := newNS(t, &lockDenier{Store: s}, c)
+		denied := newNS(t, &keyFailer{Store: s, fail: map[string]error{
+			LockKey("u"): errors.New("api error AccessDenied: Access Denied"),
+		}}, c)
 		res, err = denied.Purge(ctx, "u", PurgeOptions{})
 		require.ErrorContains(t, err, "AccessDenied")
 		require.NotErrorIs(t, err, ErrLocked)
@@ -423,16 +433,6 @@ func TestPurgeLockedByOther(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, LeaseAcquired, res.Lease)
 	})
-}
-
-// lockDenier refuses to create leases.
-type lockDenier struct{ objstore.Store }
-
-func (d *lockDenier) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	if strings.HasSuffix(key, LockSuffix) {
-		return objstore.Object{}, errors.New("api error AccessDenied: Access Denied")
-	}
-	return d.Store.PutIfAbsent(ctx, key, body)
 }
 
 // The marker is rewritten between the first read and the lease: the re-read
