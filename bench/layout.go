@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // tableLayout spreads n objects over Lance's directories the way a table
@@ -116,7 +118,7 @@ func writeTable(dir string, n, size int, mtime time.Time, workers int) error {
 // markerBody is a due soft-delete marker: dropped two hours ago with a
 // one-hour TTL (below safety.min_ttl, hence --allow-short-ttl).
 func markerBody(now time.Time) []byte {
-	return fmt.Appendf(nil, `{"deleted_at_ms":%d,"ttl_ms":%d}`, now.Add(-2*time.Hour).UnixMilli(), time.Hour.Milliseconds())
+	return lifecycle.EncodeMarker(now.Add(-2*time.Hour), time.Hour)
 }
 
 // dataMtime is when the synthetic tables were last written: before the drop.

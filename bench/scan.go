@@ -64,7 +64,7 @@ func statusScan(ctx context.Context, c config, t tools, gw *gateway, now time.Ti
 	logf("status: creating %d tables, %d soft-deleted", c.StatusTables, c.StatusDeleted)
 	var paths []string
 	markers := map[string][]byte{}
-	notDue := fmt.Appendf(nil, `{"deleted_at_ms":%d,"ttl_ms":%d}`, now.Add(-time.Hour).UnixMilli(), (7 * 24 * time.Hour).Milliseconds())
+	notDue := lifecycle.EncodeMarker(now.Add(-time.Hour), lifecycle.DefaultTTL)
 	for i := range c.StatusTables {
 		paths = append(paths, fmt.Sprintf("db/t%05d.lance/_versions/1.manifest", i))
 		if i < c.StatusDeleted {
