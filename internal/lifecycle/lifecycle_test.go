@@ -16,6 +16,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
 const day = 24 * time.Hour
@@ -132,27 +133,6 @@ func TestListStatesAndPlan(t *testing.T) {
 	})
 }
 
-// keyFailer fails reads and creations of some keys, as a store denying
-// one object would.
-type keyFailer struct {
-	objstore.Store
-	fail map[string]error
-}
-
-func (k *keyFailer) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
-	if err := k.fail[key]; err != nil {
-		return nil, objstore.Object{}, err
-	}
-	return k.Store.Get(ctx, key)
-}
-
-func (k *keyFailer) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	if err := k.fail[key]; err != nil {
-		return objstore.Object{}, err
-	}
-	return k.Store.PutIfAbsent(ctx, key, body)
-}
-
 // One marker or hold that cannot be read makes that table unreadable (in
 // the plan's Invalid: never purged), not the whole root's plan fail; a
 // cancelled read still fails the plan.
@@ -161,7 +141,7 @@ func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 		ctx := context.Background()
 		c := &clock{}
 		denied := errors.New("api error AccessDenied: Access Denied")
-		g := &keyFailer{Store: s, fail: map[string]error{}}
+		g := &objstoretest.FailKeys{Store: s, Fail: map[string]error{}}
 		ns := newNS(t, g, c)
 		for _, n := range []string{"due", "denied", "held"} {
 			lanceTable(t, s, n, 1)
@@ -170,8 +150,8 @@ func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 		}
 		_, err := ns.PlaceHold(ctx, "held", "case 7")
 		require.NoError(t, err)
-		g.fail[MarkerKey("denied")] = denied
-		g.fail[HoldKey("held")] = denied
+		g.Fail[MarkerKey("denied")] = denied
+		g.Fail[HoldKey("held")] = denied
 		c.Advance(2 * time.Hour)
 
 		p, err := ns.PlanPurge(ctx, c.Now())
@@ -185,7 +165,7 @@ func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 		require.Contains(t, p.Invalid[0].Problem, "read marker denied.deleted")
 		require.Contains(t, p.Invalid[1].Problem, "read hold held.reaper-hold")
 
-		g.fail[MarkerKey("denied")] = context.DeadlineExceeded
+		g.Fail[MarkerKey("denied")] = context.DeadlineExceeded
 		_, err = ns.PlanPurge(ctx, c.Now())
 		require.ErrorIs(t, err, context.DeadlineExceeded, "a pass out of time is not an unreadable table")
 	})
@@ -422,7 +402,7 @@ func TestPurgeLockedByOther(t *testing.T) {
 		_, err = ns.Drop(ctx, "u", time.Second)
 		require.NoError(t, err)
 		c.Advance(time.Second)
-		denied := newNS(t, &keyFailer{Store: s, fail: map[string]error{
+		denied := newNS(t, &objstoretest.FailKeys{Store: s, Fail: map[string]error{
 			LockKey("u"): errors.New("api error AccessDenied: Access Denied"),
 		}}, c)
 		res, err = denied.Purge(ctx, "u", PurgeOptions{})

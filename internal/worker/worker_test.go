@@ -177,26 +177,15 @@ func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
 	}
 }
 
-// denyGet fails reads of one key, as a bucket policy denying it would.
-type denyGet struct {
-	objstore.Store
-	key string
-}
-
-func (d denyGet) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
-	if strings.HasSuffix(key, d.key) {
-		return nil, objstore.Object{}, errors.New("api error AccessDenied: Access Denied")
-	}
-	return d.Store.Get(ctx, key)
-}
-
 // A marker reaper cannot read fails its table (reason io, kept), not the
 // root: the other due tables of the root are still purged.
 func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 	f := newFixture(t, "local", 1)
 	f.table(0, "old", 2, 1, 7*day)
 	f.table(0, "denied", 2, 1, 7*day)
-	f.stores[f.uris[0]] = denyGet{Store: f.store(0), key: "denied.deleted"}
+	f.stores[f.uris[0]] = &objstoretest.FailKeys{Store: f.store(0), Fail: map[string]error{
+		"denied.deleted": errors.New("api error AccessDenied: Access Denied"),
+	}}
 
 	rep, err := f.worker(baseConfig(), 8*day).Pass(context.Background(), nil)
 	require.NoError(t, err)
