@@ -69,6 +69,7 @@ const (
 	OpDelete        = "delete"
 	OpDeleteIfMatch = "delete_if_match"
 	OpDeleteBatch   = "delete_batch"
+	OpPruneEmpty    = "prune_empty"
 )
 
 // Store result codes for reaper_objstore_requests_total{code}. Only
@@ -102,7 +103,7 @@ var (
 	lockResults    = []string{LockAcquired, LockContended, LockError}
 	refusalReasons = []string{RefusedBlastRadius, RefusedPaused, RefusedError}
 	skipReasons    = []string{SkipNotDue, SkipLocked, SkipHeld, SkipShortTTL, SkipLimit}
-	storeOps       = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
+	storeOps       = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch, OpPruneEmpty}
 	storeCodes     = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
 	s3Operations   = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}
 )

@@ -136,6 +136,17 @@ func (s *store) DeleteBatch(ctx context.Context, keys []string) error {
 	return err
 }
 
+func (s *store) PruneEmpty(ctx context.Context, prefix string) error {
+	start := time.Now()
+	err := s.next.PruneEmpty(ctx, prefix)
+	s.observe(ctx, OpPruneEmpty, start, err)
+	return err
+}
+
+// Now is not counted: backends answer it from their last response (S3's
+// Date header) and count the rare request it sends in the transport.
+func (s *store) Now(ctx context.Context) (time.Time, error) { return s.next.Now(ctx) }
+
 // pageCounter counts the pages of one listing.
 type pageCounter struct {
 	s     *store

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -152,3 +153,13 @@ func (s *tracingStore) DeleteBatch(ctx context.Context, keys []string) error {
 	end(ctx, span, err)
 	return err
 }
+
+func (s *tracingStore) PruneEmpty(ctx context.Context, prefix string) error {
+	ctx, span := s.start(ctx, OpPruneEmpty, AttrPrefix.String(prefix))
+	err := s.next.PruneEmpty(ctx, prefix)
+	end(ctx, span, err)
+	return err
+}
+
+// Now opens no span: it is usually answered without a request.
+func (s *tracingStore) Now(ctx context.Context) (time.Time, error) { return s.next.Now(ctx) }

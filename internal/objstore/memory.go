@@ -20,6 +20,9 @@ type Memory struct {
 	// PageSize caps entries per listing page; set it before first use.
 	// Zero means DefaultPageSize.
 	PageSize int
+	// Clock is the store's clock (LastModified and Now); nil means
+	// time.Now. Set it before first use.
+	Clock func() time.Time
 
 	mu      sync.Mutex
 	objects map[string]memObject
@@ -175,9 +178,45 @@ func (m *Memory) Head(ctx context.Context, key string) (Object, error) {
 	return obj, nil
 }
 
+// checkMutation validates key and asks ctx's fence, as every backend does
+// before a mutating request.
+func checkMutation(ctx context.Context, key string) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
+	if _, err := CheckFence(ctx); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+// Now is the store's clock.
+func (m *Memory) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return m.now(), nil
+}
+
+func (m *Memory) now() time.Time {
+	if m.Clock != nil {
+		return m.Clock()
+	}
+	return time.Now()
+}
+
+// PruneEmpty does nothing: the memory store has no directories.
+func (m *Memory) PruneEmpty(ctx context.Context, prefix string) error {
+	if err := checkListing(ctx, prefix); err != nil {
+		return err
+	}
+	_, err := CheckFence(ctx)
+	return err
+}
+
 // Put stores a copy of body.
 func (m *Memory) Put(ctx context.Context, key string, body []byte) (Object, error) {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkMutation(ctx, key); err != nil {
 		return Object{}, err
 	}
 	m.mu.Lock()
@@ -187,7 +226,7 @@ func (m *Memory) Put(ctx context.Context, key string, body []byte) (Object, erro
 
 // PutIfAbsent stores body only if key does not exist.
 func (m *Memory) PutIfAbsent(ctx context.Context, key string, body []byte) (Object, error) {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkMutation(ctx, key); err != nil {
 		return Object{}, err
 	}
 	m.mu.Lock()
@@ -200,7 +239,7 @@ func (m *Memory) PutIfAbsent(ctx context.Context, key string, body []byte) (Obje
 
 // PutIfMatch replaces key only if its ETag is etag.
 func (m *Memory) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (Object, error) {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkMutation(ctx, key); err != nil {
 		return Object{}, err
 	}
 	m.mu.Lock()
@@ -213,7 +252,7 @@ func (m *Memory) PutIfMatch(ctx context.Context, key string, body []byte, etag s
 
 // Delete removes key; a missing key is not an error.
 func (m *Memory) Delete(ctx context.Context, key string) error {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkMutation(ctx, key); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -224,7 +263,7 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 
 // DeleteIfMatch removes key only if its ETag is etag.
 func (m *Memory) DeleteIfMatch(ctx context.Context, key string, etag string) error {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkMutation(ctx, key); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -250,6 +289,12 @@ func (m *Memory) DeleteBatch(ctx context.Context, keys []string) error {
 			return fmt.Errorf("%w: %q ends in \"/\"", ErrInvalidKey, k)
 		}
 	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := CheckFence(ctx); err != nil {
+		return fmt.Errorf("delete batch: %w", err)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range keys {
@@ -270,7 +315,7 @@ func (m *Memory) matchLocked(action, key, etag string) error {
 }
 
 func (m *Memory) storeLocked(key string, body []byte) Object {
-	meta := Object{Key: key, Size: int64(len(body)), ETag: rand.Text(), LastModified: time.Now()}
+	meta := Object{Key: key, Size: int64(len(body)), ETag: rand.Text(), LastModified: m.now()}
 	m.objects[key] = memObject{body: slices.Clone(body), meta: meta}
 	return meta
 }

@@ -17,6 +17,11 @@ import (
 // call: S3's DeleteObjects limit, enforced client-side on every backend.
 const MaxBatchDelete = 1000
 
+// TimeResolution is the coarsest a store's clock may read: S3 reports
+// LastModified and its Date header in whole seconds. A comparison of store
+// times that allows a deletion or a lease takeover adds it against itself.
+const TimeResolution = time.Second
+
 // Sentinel errors. Backends wrap them with %w so callers branch with errors.Is.
 var (
 	// ErrNotFound: the key does not exist.
@@ -42,7 +47,10 @@ type Object struct {
 	// server's ETag, quotes stripped). Listings may leave it empty; Head, Get
 	// and the Put methods always set it.
 	ETag string
-	// LastModified is the time of the last write as the store records it.
+	// LastModified is the time of the last write by the store's own clock
+	// (see Store.Now), possibly truncated by up to TimeResolution. The local
+	// backend reports the later of mtime and ctime, so a file copied in with
+	// its old mtime preserved still shows when it arrived.
 	LastModified time.Time
 }
 
@@ -87,6 +95,20 @@ type Page struct {
 //   - DeleteBatch deletes up to MaxBatchDelete keys (more is an error before any
 //     request); missing keys count as deleted; per-key failures are returned
 //     as a *BatchError listing each failed key.
+//   - Now reads the store's clock: the clock LastModified is stamped with. It
+//     is a lower bound: the store's clock is no earlier than the time returned
+//     (up to TimeResolution) when Now returns. It may cost a request.
+//   - PruneEmpty removes the empty directories at and below prefix (ending in
+//     "/"), deepest first, on stores that have directories (local); it never
+//     removes an object or a directory that holds one, and returns an error
+//     naming the first entry it could not remove. Elsewhere it does nothing.
+//   - Every mutating call (Put*, Delete*, PruneEmpty) made with a context that
+//     carries a Fence (WithFence) asks it immediately before each request it
+//     sends (local: before each syscall that changes the tree) and fails with
+//     ErrFenced, sending nothing more, once the fence refuses.
+//   - Local roots never follow a symbolic link below the root: a link is an
+//     object (listed, walked and deleted as the link itself); a link where a
+//     directory is expected is never entered.
 type Store interface {
 	List(ctx context.Context, prefix string, fn func(Page) error) error
 	Walk(ctx context.Context, prefix string, fn func([]Object) error) error
@@ -98,6 +120,8 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	DeleteIfMatch(ctx context.Context, key string, etag string) error
 	DeleteBatch(ctx context.Context, keys []string) error
+	Now(ctx context.Context) (time.Time, error)
+	PruneEmpty(ctx context.Context, prefix string) error
 	// URI is the root URI the store was opened with, without secrets.
 	URI() string
 }

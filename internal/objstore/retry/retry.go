@@ -50,8 +50,12 @@ func (e *finalError) Unwrap() error { return e.err }
 // transient only when every failed key is.
 func (s *Store) transient(err error) bool {
 	switch {
+	case errors.Is(err, objstore.ErrRequestDeadline):
+		// The fence's time limit ended the attempt, not the caller: the
+		// retry asks the fence again before sending anything.
+		return true
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, objstore.ErrInvalidKey):
+		errors.Is(err, objstore.ErrInvalidKey), errors.Is(err, objstore.ErrFenced):
 		return false
 	}
 	var be *objstore.BatchError
@@ -153,6 +157,26 @@ func (s *Store) Put(ctx context.Context, key string, body []byte) (objstore.Obje
 func (s *Store) Delete(ctx context.Context, key string) error {
 	_, err := s.do(ctx, "delete", key, func(ctx context.Context) error {
 		return s.inner.Delete(ctx, key)
+	})
+	return err
+}
+
+// Now retries transient failures of the request a backend may send to read
+// its clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	_, err := s.do(ctx, "now", "", func(ctx context.Context) (err error) {
+		now, err = s.inner.Now(ctx)
+		return err
+	})
+	return now, err
+}
+
+// PruneEmpty retries transient failures; removing empty directories is
+// idempotent.
+func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
+	_, err := s.do(ctx, "prune empty", prefix, func(ctx context.Context) error {
+		return s.inner.PruneEmpty(ctx, prefix)
 	})
 	return err
 }
