@@ -69,7 +69,8 @@ const (
 	OpDelete        = "delete"
 	OpDeleteIfMatch = "delete_if_match"
 	OpDeleteBatch   = "delete_batch"
-	OpPruneEmpty    = "prune_empty"
+	// OpPruneEmpty names PruneEmpty's span; it is not counted (see WrapStore).
+	OpPruneEmpty = "prune_empty"
 )
 
 // Store result codes for reaper_objstore_requests_total{code}. Only
@@ -103,7 +104,7 @@ var (
 	lockResults    = []string{LockAcquired, LockContended, LockError}
 	refusalReasons = []string{RefusedBlastRadius, RefusedPaused, RefusedError}
 	skipReasons    = []string{SkipNotDue, SkipLocked, SkipHeld, SkipShortTTL, SkipLimit}
-	storeOps       = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch, OpPruneEmpty}
+	storeOps       = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
 	storeCodes     = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
 	s3Operations   = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}
 )

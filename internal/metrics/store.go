@@ -136,11 +136,10 @@ func (s *store) DeleteBatch(ctx context.Context, keys []string) error {
 	return err
 }
 
+// PruneEmpty is not counted: it sends no request to S3 and removes empty
+// directories of a local disk with syscalls.
 func (s *store) PruneEmpty(ctx context.Context, prefix string) error {
-	start := time.Now()
-	err := s.next.PruneEmpty(ctx, prefix)
-	s.observe(ctx, OpPruneEmpty, start, err)
-	return err
+	return s.next.PruneEmpty(ctx, prefix)
 }
 
 // Now is not counted: backends answer it from their last response (S3's

@@ -58,7 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store, opts ...Optio
 	}
 	require.Positive(t, cfg.pageSize, "page size")
 	require.Positive(t, cfg.racers, "racers")
-	for _, group := range [][]clause{listClauses, readWriteClauses, conditionalClauses, deleteClauses, keyClauses} {
+	for _, group := range [][]clause{listClauses, readWriteClauses, conditionalClauses, deleteClauses, keyClauses, fenceClauses} {
 		for _, c := range group {
 			t.Run(c.name, func(t *testing.T) {
 				s := newStore(t)
