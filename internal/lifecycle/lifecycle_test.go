@@ -384,7 +384,7 @@ func TestPurgeLockedByOther(t *testing.T) {
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
 		c.Advance(time.Second)
-		other := &lock.Locker{Store: s, Owner: "other-host/42", TTL: time.Hour, Now: c.Now, Logger: quiet()}
+		other := &lock.Locker{Store: s, Owner: "other-host/42", TTL: time.Hour, Logger: quiet()}
 		lease, err := other.Acquire(ctx, LockKey("t"))
 		require.NoError(t, err)
 		defer lease.Release(ctx)

@@ -37,8 +37,14 @@ type Options struct {
 	Owner string
 	// LeaseTTL is the lifecycle lease length; it is renewed while work runs.
 	LeaseTTL time.Duration
-	// Now is the clock; nil uses time.Now.
+	// Now is this host's wall clock, for logs and reports only: no
+	// decision to delete or to take a lease over reads it (the store's
+	// clock decides); nil uses time.Now.
 	Now func() time.Time
+	// LeaseClock is the clock a lease holder measures its own lease with
+	// (durations only); nil uses CLOCK_BOOTTIME. Tests move it to freeze a
+	// holder.
+	LeaseClock func() time.Time
 	// Logger receives structured logs; nil uses slog.Default().
 	Logger *slog.Logger
 	// SpillDir holds the temporary key list of a table being purged; "" uses
@@ -78,11 +84,12 @@ func New(store objstore.Store, opts Options) (*Namespace, error) {
 		opts:  opts,
 		log:   log,
 		locker: &lock.Locker{
-			Store:  store,
-			Owner:  opts.Owner,
-			TTL:    opts.LeaseTTL,
-			Now:    opts.Now,
-			Logger: log,
+			Store:         store,
+			Owner:         opts.Owner,
+			TTL:           opts.LeaseTTL,
+			SkewAllowance: opts.SkewAllowance,
+			Clock:         opts.LeaseClock,
+			Logger:        log,
 		},
 	}, nil
 }

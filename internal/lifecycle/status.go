@@ -204,7 +204,7 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 		info, err := lock.Read(ctx, ns.store, LockKey(name))
 		switch {
 		case err == nil:
-			if !info.Expired(now) {
+			if now.Before(info.TakeoverAt(info.Modified, ns.opts.SkewAllowance)) {
 				s.Lease = &info
 			}
 		case errors.Is(err, objstore.ErrNotFound):

@@ -36,7 +36,8 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, now time.Time, names 
 			continue
 		}
 		info, err := lock.Parse(body)
-		if err != nil || !info.Expired(now.Round(0)) {
+		info.Modified = obj.LastModified
+		if err != nil || now.Before(info.TakeoverAt(info.Modified, ns.opts.SkewAllowance)) {
 			continue
 		}
 		// The name was listed without a marker; one may have been written

@@ -21,12 +21,15 @@ var (
 type LockedError struct {
 	Key    string
 	Holder Info
+	// TakeoverAt is when, by the store's clock, the lease may be taken
+	// over if its holder does not renew it.
+	TakeoverAt time.Time
 }
 
 func (e *LockedError) Error() string {
-	exp := e.Holder.ExpiresAt.UTC().Format(time.RFC3339)
-	return fmt.Sprintf("lock %q is held by %s (generation %d) until %s: wait until %s or, if that process is gone, the lease expires by itself",
-		e.Key, e.Holder.Owner, e.Holder.Generation, exp, exp)
+	at := e.TakeoverAt.UTC().Format(time.RFC3339)
+	return fmt.Sprintf("lock %q is held by %s (generation %d); if that process is gone, the lease can be taken over from %s by the store's clock",
+		e.Key, e.Holder.Owner, e.Holder.Generation, at)
 }
 
 // Unwrap lets callers test errors.Is(err, ErrLocked).

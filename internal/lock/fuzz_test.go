@@ -15,10 +15,12 @@ import (
 //     field must fail closed instead);
 //   - it re-encodes (with a fresh nonce) and re-parses to the same Info, and
 //     two encodings differ, so compare-and-swap on an MD5 ETag stays sound;
-//   - Expired is monotonic: expired at the expiry, never a millisecond
-//     before it.
+//   - the TTL is positive, and the takeover time is never before the
+//     lease's LastModified plus its TTL (no lease is ever up for takeover
+//     early, whatever its times say).
 func FuzzParseLease(f *testing.F) {
 	f.Add([]byte(`{"version":1,"owner":"h/1/ab","token":"00112233445566778899aabbccddeeff","generation":1,"acquired_at_ms":1,"renewed_at_ms":2,"expires_at_ms":3,"nonce":"x"}`))
+	f.Add([]byte(`{"version":2,"owner":"h/1/ab","token":"00112233445566778899aabbccddeeff","generation":1,"ttl_ms":120000,"acquired_at_ms":1,"renewed_at_ms":2,"expires_at_ms":120002,"nonce":"x"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		info, err := Parse(body)
 		if err != nil {
@@ -41,9 +43,8 @@ func FuzzParseLease(f *testing.F) {
 		require.NoError(t, err)
 		require.NotEqual(t, string(enc), string(enc2), "two writes of one lease must differ (nonce)")
 
-		require.True(t, info.Expired(info.ExpiresAt))
-		if ms := info.ExpiresAt.UnixMilli(); ms > 0 {
-			require.False(t, info.Expired(time.UnixMilli(ms-1)))
-		}
+		require.Positive(t, info.TTL)
+		lm := time.UnixMilli(1_700_000_000_000)
+		require.False(t, info.TakeoverAt(lm, 0).Before(lm.Add(info.TTL)), "takeover at %s for ttl %s", info.TakeoverAt(lm, 0), info.TTL)
 	})
 }

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"sync/atomic"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
 // backend opens a fresh, empty store for one test.
@@ -19,16 +21,24 @@ type backend struct {
 }
 
 // forEachBackend runs fn as a subtest per backend, memory first so protocol
-// bugs show before filesystem or network noise.
-func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
+// bugs show before filesystem or network noise. Each store is wrapped in an
+// objstoretest.ClockStore, so a test can move the store's clock.
+func forEachBackend(t *testing.T, fn func(t *testing.T, s *objstoretest.ClockStore)) {
 	t.Helper()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, b.open(t))
+			fn(t, objstoretest.NewClockStore(b.open(t)))
 		})
 	}
 }
+
+// holderClock is a holder's clock that a test moves forward, as a process
+// frozen for a while sees it when it resumes.
+type holderClock struct{ off atomic.Int64 }
+
+func (c *holderClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *holderClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -37,7 +47,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func shortLocker(s objstore.Store) *Locker {
 	return &Locker{
 		Store: s, TTL: 500 * time.Millisecond, RenewInterval: 50 * time.Millisecond,
-		DriftMargin: 100 * time.Millisecond, Logger: quietLogger(),
+		Margin: 100 * time.Millisecond, Logger: quietLogger(),
 	}
 }
 
@@ -82,11 +92,19 @@ func writeLease(t *testing.T, s objstore.Store, key string, info Info) objstore.
 	return obj
 }
 
-// expiredInfo is a lease that ended a minute ago.
-func expiredInfo(generation int64) Info {
-	at := time.UnixMilli(time.Now().Add(-2 * time.Minute).UnixMilli())
+// deadInfo is the lease of a process that died: a minute's TTL, dated now.
+// It becomes expired when the store's clock passes its LastModified plus a
+// minute and the store's resolution (see expire).
+func deadInfo(generation int64) Info {
+	at := time.UnixMilli(time.Now().UnixMilli())
 	return Info{
 		Owner: "gone-host/1/dead", Token: "0123456789abcdef0123456789abcdef", Generation: generation,
-		AcquiredAt: at, RenewedAt: at, ExpiresAt: at.Add(time.Minute),
+		TTL: time.Minute, AcquiredAt: at, RenewedAt: at, ExpiresAt: at.Add(time.Minute),
 	}
+}
+
+// expire moves the store's clock past the takeover time of a lease with
+// ttl written before now (skew allowance 0).
+func expire(s *objstoretest.ClockStore, ttl time.Duration) {
+	s.Advance(ttl + objstore.TimeResolution + time.Second)
 }

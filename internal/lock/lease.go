@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 )
 
 // Lease is one holding of the lock. It renews itself in the background until
-// Release, or until it is lost.
+// Release, or until it is lost. It is the fence of all work under it: its
+// Context carries it, and every backend asks Allow immediately before each
+// mutating request.
 type Lease struct {
 	c   config
 	key string
@@ -24,19 +27,23 @@ type Lease struct {
 	mu       sync.Mutex
 	info     Info
 	etag     string
-	deadline time.Time // wall clock: ExpiresAt - DriftMargin
+	deadline time.Time // holder's clock: sent + TTL - Margin of the last successful write
 	lost     error     // non-nil once lost; wraps ErrLost
 
 	releaseOnce sync.Once
 	releaseErr  error
 }
 
-// start wraps a freshly written lease and launches its renewer and deadline
-// watcher. The goroutines run on a context detached from ctx so a caller
-// that cancels its work still holds the lease until it calls Release.
-func (c *config) start(ctx context.Context, key string, info Info, etag, event string) *Lease {
-	l := &Lease{c: c.clone(), key: key, info: info, etag: etag, deadline: info.ExpiresAt.Add(-c.driftMargin)}
-	l.ctx, l.cancel = context.WithCancelCause(ctx)
+var _ objstore.Fence = (*Lease)(nil)
+
+// start wraps a freshly written lease, sent at sent by the holder's clock,
+// and launches its renewer and deadline watcher. The goroutines run on a
+// context detached from ctx so a caller that cancels its work still holds
+// the lease until it calls Release.
+func (c *config) start(ctx context.Context, key string, info Info, etag string, sent time.Time, event string) *Lease {
+	l := &Lease{c: c.clone(), key: key, info: info, etag: etag, deadline: c.deadlineAfter(sent)}
+	work, cancel := context.WithCancelCause(ctx)
+	l.ctx, l.cancel = objstore.WithFence(work, l), cancel
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	l.stop = stop
 	l.wg.Add(2)
@@ -48,6 +55,15 @@ func (c *config) start(ctx context.Context, key string, info Info, etag, event s
 
 func (c *config) clone() config { return *c }
 
+// deadlineAfter is the holder's last instant for mutating requests after a
+// lease write sent at sent: the store stamped the write no earlier than
+// that, and no contender takes over before TTL (plus resolution and skew)
+// after the stamp; Margin leaves room for a request already in flight
+// (at most RequestTimeout).
+func (c *config) deadlineAfter(sent time.Time) time.Time {
+	return sent.Add(c.ttl - c.margin)
+}
+
 func (l *Lease) attrs() []any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -55,7 +71,8 @@ func (l *Lease) attrs() []any {
 }
 
 // Context is cancelled when the lease is lost or released (or when the
-// context given to Acquire is done). Run destructive work under it.
+// context given to Acquire is done). It carries the lease as its fence: run
+// all work under the lease with it.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Info is the lease as last written by this holder.
@@ -66,14 +83,61 @@ func (l *Lease) Info() Info {
 }
 
 // Check returns nil while the lease is held and an error wrapping ErrLost
-// once it is lost or released. It also compares the wall clock with the
-// deadline itself, so a check right after a machine resumes from sleep fails
-// even before the watcher has noticed.
+// once it is lost or released. It reads the holder's clock itself, so a
+// check right after the process resumes from a pause fails even before the
+// watcher has run.
 func (l *Lease) Check() error {
 	l.checkDeadline()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lost
+}
+
+// Allow implements objstore.Fence: a mutating request may be sent while the
+// lease is held, and may take at most RequestTimeout.
+func (l *Lease) Allow() (time.Duration, error) {
+	if err := l.Check(); err != nil {
+		return 0, err
+	}
+	return l.c.requestTimeout, nil
+}
+
+// Verify checks the lease against the store, not only in memory: the
+// stored lease must still be the version this holder wrote (or carry its
+// token, after a renewal whose answer was lost). Anything else loses the
+// lease. It costs one request, two after an ambiguous renewal.
+func (l *Lease) Verify(ctx context.Context) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	etag, token := l.etag, l.info.Token
+	l.mu.Unlock()
+	obj, err := l.c.store.Head(ctx, l.key)
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		l.lose(fmt.Errorf("lock %q: %w: the lease object is gone from the store", l.key, ErrLost))
+		return l.Check()
+	case err != nil:
+		return fmt.Errorf("verify lock %q: %w", l.key, err)
+	case obj.ETag == etag:
+		return l.Check()
+	}
+	data, cur, err := l.c.store.Get(ctx, l.key)
+	if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("verify lock %q: %w", l.key, err)
+	}
+	stored, perr := Parse(data)
+	if err != nil || perr != nil || stored.Token != token {
+		l.lose(fmt.Errorf("lock %q: %w: the store holds another lease now (replaced or taken over)", l.key, ErrLost))
+		return l.Check()
+	}
+	// A renewal we gave up on landed. Its deadline would count from its
+	// send time, later than the one we keep: keeping ours is conservative.
+	l.mu.Lock()
+	l.info, l.etag = stored, cur.ETag
+	l.mu.Unlock()
+	return l.Check()
 }
 
 // lose marks the lease lost (first reason wins) and cancels its context.
@@ -90,24 +154,24 @@ func (l *Lease) lose(err error) {
 	}
 }
 
-// checkDeadline loses the lease when the wall clock has reached the deadline
-// without a successful renewal.
+// checkDeadline loses the lease when the holder's clock has reached the
+// deadline without a successful renewal.
 func (l *Lease) checkDeadline() {
-	now := l.c.wallNow()
+	now := l.c.elapsed()
 	l.mu.Lock()
 	deadline, lost := l.deadline, l.lost != nil
 	l.mu.Unlock()
 	if !lost && !now.Before(deadline) {
-		l.lose(fmt.Errorf("lock %q: %w: not renewed before %s (expiry minus drift margin)",
-			l.key, ErrLost, deadline.UTC().Format(time.RFC3339Nano)))
+		l.lose(fmt.Errorf("lock %q: %w: not renewed within TTL minus margin (%s) of its last write (paused, or the store unreachable)",
+			l.key, ErrLost, l.c.ttl-l.c.margin))
 	}
 }
 
-// watchDeadline polls the wall clock. A monotonic timer set for the deadline
-// would fire late after a machine sleeps; a rival's clock would not.
+// watchDeadline polls the holder's clock, so the work context is cancelled
+// soon after the deadline even while nothing asks Check.
 func (l *Lease) watchDeadline(ctx context.Context) {
 	defer l.wg.Done()
-	every := max(min(l.c.driftMargin/2, time.Second), time.Millisecond)
+	every := max(min(l.c.margin/4, time.Second), time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -148,19 +212,21 @@ func (l *Lease) renewLoop(ctx context.Context) {
 	}
 }
 
-// renew rewrites the lease with a later expiry and a fresh nonce, on the
-// condition that it is still the version we last wrote. The request may take
-// at most until the deadline: later, it could not save the lease anyway.
+// renew rewrites the lease with a fresh nonce, on the condition that it is
+// still the version we last wrote. The request may take at most until the
+// deadline: later, it could not save the lease anyway.
 func (l *Lease) renew(ctx context.Context) error {
-	now := l.c.wallNow()
+	sent := l.c.elapsed()
 	l.mu.Lock()
 	info, etag, deadline := l.info, l.etag, l.deadline
 	l.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, deadline.Sub(now))
+	rctx, cancel := context.WithTimeout(ctx, deadline.Sub(sent))
 	defer cancel()
 
-	at := time.UnixMilli(now.UnixMilli())
-	info.RenewedAt, info.ExpiresAt = at, at.Add(l.c.ttl)
+	if storeNow, err := l.c.store.Now(rctx); err == nil {
+		at := time.UnixMilli(storeNow.UnixMilli())
+		info.RenewedAt, info.ExpiresAt = at, at.Add(l.c.ttl)
+	}
 	body, err := encode(info)
 	if err != nil {
 		return err
@@ -168,13 +234,15 @@ func (l *Lease) renew(ctx context.Context) error {
 	obj, err := l.c.store.PutIfMatch(rctx, l.key, body, etag)
 	switch {
 	case err == nil:
-		l.adopt(info, obj.ETag)
+		l.adopt(info, obj.ETag, sent)
 		return nil
 	case errors.Is(err, objstore.ErrPrecondition), errors.Is(err, objstore.ErrNotFound):
 		return fmt.Errorf("lock %q: %w: renewal refused, the lease was replaced or deleted: %w", l.key, ErrLost, err)
 	}
 	// Ambiguous: the write may have landed. If the stored lease still
-	// carries our token it is ours, whichever version it is.
+	// carries our token it is ours. If it is this very write (the nonce
+	// makes its bytes unique), it was stamped after sent like any
+	// successful write; otherwise the deadline stays the earlier one.
 	data, cur, gerr := l.c.store.Get(rctx, l.key)
 	if gerr != nil {
 		return fmt.Errorf("renew lock %q: %w", l.key, err)
@@ -183,16 +251,22 @@ func (l *Lease) renew(ctx context.Context) error {
 	if perr != nil || stored.Token != info.Token {
 		return fmt.Errorf("lock %q: %w: renewal failed (%v) and the lease now belongs to someone else", l.key, ErrLost, err)
 	}
-	l.adopt(stored, cur.ETag)
+	if bytes.Equal(data, body) {
+		l.adopt(stored, cur.ETag, sent)
+		return nil
+	}
+	l.mu.Lock()
+	l.info, l.etag = stored, cur.ETag
+	l.mu.Unlock()
 	return nil
 }
 
-// adopt records a successful write as our current version of the lease.
-func (l *Lease) adopt(info Info, etag string) {
+// adopt records a successful write, sent at sent, as our current version.
+func (l *Lease) adopt(info Info, etag string, sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.info, l.etag = info, etag
-	l.deadline = info.ExpiresAt.Add(-l.c.driftMargin)
+	l.deadline = l.c.deadlineAfter(sent)
 }
 
 // Release stops renewing and deletes the lease if it is still the version we
@@ -245,10 +319,11 @@ func (l *Lease) release(ctx context.Context) error {
 	}
 }
 
-// Read returns the lease stored at key, for status output. A missing lease
-// is an error wrapping objstore.ErrNotFound.
+// Read returns the lease stored at key with its LastModified (Info.Modified),
+// for status output and sweeps. A missing lease is an error wrapping
+// objstore.ErrNotFound.
 func Read(ctx context.Context, s objstore.Store, key string) (Info, error) {
-	data, _, err := s.Get(ctx, key)
+	data, obj, err := s.Get(ctx, key)
 	if err != nil {
 		return Info{}, fmt.Errorf("read lock %q: %w", key, err)
 	}
@@ -256,5 +331,6 @@ func Read(ctx context.Context, s objstore.Store, key string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("read lock %q: %w", key, err)
 	}
+	info.Modified = obj.LastModified
 	return info, nil
 }

@@ -7,12 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// formatVersion is the only lease body version this package reads or writes.
-const formatVersion = 1
+// formatVersion is the lease body version this package writes. Version 2
+// carries ttl_ms, which contenders need: the takeover rule is the store's
+// LastModified of the lease plus its TTL, not a time any host wrote. A
+// version 1 body (an older reaper) is still read, its TTL being
+// expires_at_ms - renewed_at_ms; an older reaper reads a version 2 body as
+// unreadable and never takes it over, so a mixed rollout fails closed.
+const formatVersion = 2
 
-// Info is the content of one lease body.
+// Info is the content of one lease body, plus the store's LastModified of
+// the object it was read from.
 type Info struct {
 	// Owner names the holder, by default "<host>/<pid>/<random>".
 	Owner string
@@ -22,16 +30,34 @@ type Info struct {
 	// Generation starts at 1 and is bumped on each takeover of an expired
 	// lease: a fencing token.
 	Generation int64
-	// AcquiredAt, RenewedAt and ExpiresAt are wall-clock times with
-	// millisecond precision.
+	// TTL is how long the lease lasts after its last write, by the store's
+	// clock.
+	TTL time.Duration
+	// AcquiredAt, RenewedAt and ExpiresAt are the holder's estimates of the
+	// store's clock, for operators; no decision reads them.
 	AcquiredAt time.Time
 	RenewedAt  time.Time
 	ExpiresAt  time.Time
+	// Modified is the store's LastModified of the lease when it was read
+	// (zero for a lease this process wrote and did not read back).
+	Modified time.Time
 }
 
-// Expired reports whether the lease is over at now: a rival may take it over.
-func (i Info) Expired(now time.Time) bool {
-	return !now.Before(i.ExpiresAt)
+// TakeoverAt is the earliest store time at which a contender may take over
+// the lease read with LastModified lm: a whole TTL after its last write,
+// plus the store's time resolution (LastModified may be truncated) and the
+// skew allowance (the store's nodes and the holder's clock rate may be off
+// by that much). The holder stopped mutating Margin before lm + TTL.
+func (i Info) TakeoverAt(lm time.Time, skew time.Duration) time.Time {
+	const maxDuration = time.Duration(1<<63 - 1)
+	d := objstore.TimeResolution
+	for _, x := range []time.Duration{i.TTL, skew} {
+		if x > maxDuration-d {
+			return lm.Add(maxDuration) // a lease of centuries is never taken over
+		}
+		d += x
+	}
+	return lm.Add(d)
 }
 
 // leaseBody is the wire form. Pointers let Parse tell a missing field from a
@@ -43,6 +69,7 @@ type leaseBody struct {
 	Owner        *string `json:"owner"`
 	Token        *string `json:"token"`
 	Generation   *int64  `json:"generation"`
+	TTLMS        *int64  `json:"ttl_ms,omitempty"`
 	AcquiredAtMS *int64  `json:"acquired_at_ms"`
 	RenewedAtMS  *int64  `json:"renewed_at_ms"`
 	ExpiresAtMS  *int64  `json:"expires_at_ms"`
@@ -50,9 +77,9 @@ type leaseBody struct {
 }
 
 // Parse decodes and validates a lease body. It is strict about what the
-// protocol depends on (version 1, every field present, non-negative numbers,
-// a non-empty owner and token) and tolerates unknown keys so a later writer
-// may add fields.
+// protocol depends on (version 1 or 2, every field present, non-negative
+// numbers, a positive TTL, a non-empty owner and token) and tolerates
+// unknown keys so a later writer may add fields.
 func Parse(body []byte) (Info, error) {
 	var b leaseBody
 	if err := json.Unmarshal(body, &b); err != nil {
@@ -68,14 +95,17 @@ func Parse(body []byte) (Info, error) {
 	check("owner", b.Owner != nil)
 	check("token", b.Token != nil)
 	check("generation", b.Generation != nil)
+	if b.Version != nil && *b.Version >= 2 {
+		check("ttl_ms", b.TTLMS != nil)
+	}
 	check("acquired_at_ms", b.AcquiredAtMS != nil)
 	check("renewed_at_ms", b.RenewedAtMS != nil)
 	check("expires_at_ms", b.ExpiresAtMS != nil)
 	if len(missing) > 0 {
 		return Info{}, fmt.Errorf("parse lease: missing field(s) %v", missing)
 	}
-	if *b.Version != formatVersion {
-		return Info{}, fmt.Errorf("parse lease: unsupported version %d (want %d)", *b.Version, formatVersion)
+	if *b.Version != 1 && *b.Version != formatVersion {
+		return Info{}, fmt.Errorf("parse lease: unsupported version %d (want 1 or %d)", *b.Version, formatVersion)
 	}
 	if *b.Owner == "" {
 		return Info{}, errors.New("parse lease: empty owner")
@@ -83,7 +113,7 @@ func Parse(body []byte) (Info, error) {
 	if *b.Token == "" {
 		return Info{}, errors.New("parse lease: empty token")
 	}
-	for _, f := range []struct {
+	fields := []struct {
 		name string
 		v    int64
 	}{
@@ -91,25 +121,42 @@ func Parse(body []byte) (Info, error) {
 		{"acquired_at_ms", *b.AcquiredAtMS},
 		{"renewed_at_ms", *b.RenewedAtMS},
 		{"expires_at_ms", *b.ExpiresAtMS},
-	} {
+	}
+	if b.TTLMS != nil {
+		fields = append(fields, struct {
+			name string
+			v    int64
+		}{"ttl_ms", *b.TTLMS})
+	}
+	for _, f := range fields {
 		if f.v < 0 {
 			return Info{}, fmt.Errorf("parse lease: negative %s %d", f.name, f.v)
 		}
 	}
+	ttl := *b.ExpiresAtMS - *b.RenewedAtMS // version 1
+	if b.TTLMS != nil {
+		ttl = *b.TTLMS
+	}
+	if ttl <= 0 {
+		return Info{}, fmt.Errorf("parse lease: ttl %dms is not positive", ttl)
+	}
+	const maxTTLMs = int64(1<<63-1) / int64(time.Millisecond)
 	return Info{
 		Owner:      *b.Owner,
 		Token:      *b.Token,
 		Generation: *b.Generation,
+		TTL:        time.Duration(min(ttl, maxTTLMs)) * time.Millisecond,
 		AcquiredAt: time.UnixMilli(*b.AcquiredAtMS),
 		RenewedAt:  time.UnixMilli(*b.RenewedAtMS),
 		ExpiresAt:  time.UnixMilli(*b.ExpiresAtMS),
 	}, nil
 }
 
-// encode renders info as a compact lease body with a fresh nonce.
+// encode renders info as a compact version 2 lease body with a fresh nonce.
 func encode(info Info) ([]byte, error) {
 	version := formatVersion
 	acquired, renewed, expires := info.AcquiredAt.UnixMilli(), info.RenewedAt.UnixMilli(), info.ExpiresAt.UnixMilli()
+	ttl := info.TTL.Milliseconds()
 	nonce, err := randomHex(8)
 	if err != nil {
 		return nil, err
@@ -119,6 +166,7 @@ func encode(info Info) ([]byte, error) {
 		Owner:        &info.Owner,
 		Token:        &info.Token,
 		Generation:   &info.Generation,
+		TTLMS:        &ttl,
 		AcquiredAtMS: &acquired,
 		RenewedAtMS:  &renewed,
 		ExpiresAtMS:  &expires,

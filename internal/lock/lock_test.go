@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
 const testKey = "locks/lifecycle.lock"
 
 func TestAcquireReleaseReacquire(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx := t.Context()
 		lk := longLocker(s)
 		lk.Owner = "first"
@@ -31,7 +32,10 @@ func TestAcquireReleaseReacquire(t *testing.T) {
 
 		stored, err := Read(ctx, s, testKey)
 		require.NoError(t, err)
+		require.False(t, stored.Modified.IsZero(), "Read returns the store's LastModified")
+		stored.Modified = time.Time{}
 		require.Equal(t, info, stored, "stored lease: got/want")
+		require.Equal(t, lk.TTL, stored.TTL, "the TTL is written")
 
 		require.NoError(t, lease.Release(ctx))
 		require.NoError(t, lease.Release(ctx), "second release returns the first result")
@@ -50,7 +54,7 @@ func TestAcquireReleaseReacquire(t *testing.T) {
 
 func TestSecondAcquirerIsLocked(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx := t.Context()
 		holder := longLocker(s)
 		holder.Owner = "holder-host/1/aa"
@@ -66,18 +70,22 @@ func TestSecondAcquirerIsLocked(t *testing.T) {
 		var le *LockedError
 		require.ErrorAs(t, err, &le)
 		require.Equal(t, testKey, le.Key)
-		require.Equal(t, lease.Info(), le.Holder, "holder info: got/want")
+		holderInfo := le.Holder
+		require.False(t, holderInfo.Modified.IsZero())
+		require.Equal(t, holderInfo.TakeoverAt(holderInfo.Modified, 0), le.TakeoverAt)
+		holderInfo.Modified = time.Time{}
+		require.Equal(t, lease.Info(), holderInfo, "holder info: got/want")
 		msg := err.Error()
 		require.Contains(t, msg, "holder-host/1/aa")
-		require.Contains(t, msg, le.Holder.ExpiresAt.UTC().Format(time.RFC3339))
-		require.Contains(t, msg, "the lease expires by itself")
+		require.Contains(t, msg, le.TakeoverAt.UTC().Format(time.RFC3339))
+		require.Contains(t, msg, "can be taken over from")
 		require.NoError(t, lease.Check(), "the holder is unaffected")
 	})
 }
 
 func TestRenewalKeepsLeaseAlive(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx := t.Context()
 		lk := shortLocker(s)
 		lease, err := lk.Acquire(ctx, testKey)
@@ -110,22 +118,20 @@ func TestLostLease(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		tamper  func(t *testing.T, s objstore.Store)
+		tamper  func(t *testing.T, s *objstoretest.ClockStore)
 		remains bool // the tampered object survives our release
 	}{
-		{"overwritten", func(t *testing.T, s objstore.Store) {
-			other := expiredInfo(5)
-			other.ExpiresAt = time.Now().Add(time.Hour)
-			writeLease(t, s, testKey, other)
+		{"overwritten", func(t *testing.T, s *objstoretest.ClockStore) {
+			writeLease(t, s, testKey, deadInfo(5))
 		}, true},
-		{"deleted", func(t *testing.T, s objstore.Store) {
+		{"deleted", func(t *testing.T, s *objstoretest.ClockStore) {
 			require.NoError(t, s.Delete(t.Context(), testKey))
 		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			forEachBackend(t, func(t *testing.T, s objstore.Store) {
+			forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 				ctx := t.Context()
 				lease, err := shortLocker(s).Acquire(ctx, testKey)
 				require.NoError(t, err)
@@ -150,10 +156,11 @@ func TestLostLease(t *testing.T) {
 
 func TestExpiredLeaseTakeoverRace(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx := t.Context()
-		old := expiredInfo(41)
+		old := deadInfo(41)
 		writeLease(t, s, testKey, old)
+		expire(s, old.TTL)
 
 		const racers = 8
 		start := make(chan struct{})
@@ -182,6 +189,7 @@ func TestExpiredLeaseTakeoverRace(t *testing.T) {
 		require.Equal(t, old.Generation+1, win.Generation, "generation bumped by one")
 		stored, err := Read(ctx, s, testKey)
 		require.NoError(t, err)
+		stored.Modified = time.Time{}
 		require.Equal(t, win, stored)
 		for i, err := range errs {
 			var le *LockedError
@@ -193,27 +201,98 @@ func TestExpiredLeaseTakeoverRace(t *testing.T) {
 	})
 }
 
-func TestTakeoverWithClock(t *testing.T) {
+// TestSkewedHostsCannotTakeOver: hosts' clocks take no part in a takeover.
+// A rival whose clock runs minutes (or days) ahead, or behind, cannot take
+// over a live lease; only the store's clock passing the lease's TTL plus
+// the skew allowance lets it, and the frozen holder then finds its lease
+// lost before it could send anything.
+func TestSkewedHostsCannotTakeOver(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx := t.Context()
-		first, err := longLocker(s).Acquire(ctx, testKey)
+		holderClk := &holderClock{}
+		holder := longLocker(s)
+		holder.Clock = holderClk.Now
+		holder.SkewAllowance = 5 * time.Minute
+		first, err := holder.Acquire(ctx, testKey)
 		require.NoError(t, err)
-		// A rival whose clock is past the expiry may take over; the old
-		// holder's next renewal then loses the race.
+		for _, skew := range []time.Duration{80 * time.Second, 5 * time.Minute, 7 * 24 * time.Hour, -7 * 24 * time.Hour} {
+			rival := longLocker(s)
+			rival.SkewAllowance = 5 * time.Minute
+			rival.Clock = func() time.Time { return time.Now().Add(skew) }
+			_, err := rival.Acquire(ctx, testKey)
+			require.ErrorIs(t, err, ErrLocked, "a rival whose clock is off by %s", skew)
+		}
+		// The store's clock passes the TTL but not the skew allowance.
+		s.Advance(holder.TTL + objstore.TimeResolution + time.Second)
 		rival := longLocker(s)
-		rival.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+		rival.SkewAllowance = 5 * time.Minute
+		_, err = rival.Acquire(ctx, testKey)
+		require.ErrorIs(t, err, ErrLocked, "within the skew allowance")
+		// The holder was frozen all along: its clock moved with the store's.
+		holderClk.Advance(holder.TTL + time.Second)
+		s.Advance(5 * time.Minute)
 		second, err := rival.Acquire(ctx, testKey)
-		require.NoError(t, err)
+		require.NoError(t, err, "past TTL + resolution + skew by the store's clock")
 		require.Equal(t, int64(2), second.Info().Generation)
+		_, ferr := first.Allow()
+		require.ErrorIs(t, ferr, ErrLost, "the frozen holder's fence refuses when it resumes")
 		require.ErrorIs(t, first.Release(ctx), ErrLost)
 		require.NoError(t, second.Release(ctx))
 	})
 }
 
+// TestVerifyAgainstStore: Verify reads the store, so a lease replaced
+// behind the holder's back is lost at once, before the next renewal.
+func TestVerifyAgainstStore(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
+		ctx := t.Context()
+		lease, err := longLocker(s).Acquire(ctx, testKey)
+		require.NoError(t, err)
+		require.NoError(t, lease.Verify(ctx), "verify a held lease")
+		require.NoError(t, lease.Check())
+		writeLease(t, s, testKey, deadInfo(9))
+		require.NoError(t, lease.Check(), "in memory the lease still looks held")
+		require.ErrorIs(t, lease.Verify(ctx), ErrLost, "the store says otherwise")
+		require.ErrorIs(t, lease.Check(), ErrLost, "and the loss sticks")
+		_, ferr := lease.Allow()
+		require.ErrorIs(t, ferr, ErrLost, "the fence refuses")
+		require.ErrorIs(t, lease.Release(ctx), ErrLost)
+	})
+}
+
+// TestLeaseFencesItsContext: work under the lease's context is fenced by
+// the lease: mutating calls succeed while it is held and fail with
+// objstore.ErrFenced, sending nothing, once the holder's clock passes its
+// deadline, even before the context is cancelled.
+func TestLeaseFencesItsContext(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
+		clk := &holderClock{}
+		lk := longLocker(s)
+		lk.Clock = clk.Now
+		lease, err := lk.Acquire(t.Context(), "t.reaper-lock")
+		require.NoError(t, err)
+		wctx := lease.Context()
+		_, err = s.Put(wctx, "t.lance/a", []byte("a"))
+		require.NoError(t, err, "a write under a held lease")
+		limit, err := lease.Allow()
+		require.NoError(t, err)
+		require.Equal(t, lk.TTL/20, limit, "the fence limits a request to RequestTimeout (Margin/2)")
+		clk.Advance(lk.TTL - lk.TTL/10) // exactly the deadline: TTL - Margin
+		err = s.Delete(wctx, "t.lance/a")
+		require.ErrorIs(t, err, objstore.ErrFenced, "a delete past the holder's deadline")
+		require.ErrorIs(t, err, ErrLost)
+		_, _, err = s.Get(t.Context(), "t.lance/a")
+		require.NoError(t, err, "nothing was deleted")
+		_ = lease.Release(t.Context())
+	})
+}
+
 func TestReleaseAfterCancel(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx, cancel := context.WithCancel(t.Context())
 		lease, err := shortLocker(s).Acquire(ctx, testKey)
 		require.NoError(t, err)
@@ -227,7 +306,7 @@ func TestReleaseAfterCancel(t *testing.T) {
 
 func TestUnreadableLeaseFailsClosed(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
 		ctx := t.Context()
 		_, err := s.Put(ctx, testKey, []byte("garbage"))
 		require.NoError(t, err)
@@ -263,6 +342,7 @@ func TestLockerConfig(t *testing.T) {
 		{"nil store", Locker{}, "Store is nil"},
 		{"renew too slow", Locker{Store: s, TTL: time.Second, RenewInterval: 950 * time.Millisecond}, "RenewInterval"},
 		{"negative", Locker{Store: s, TTL: -time.Second}, "negative duration"},
+		{"request outlives margin", Locker{Store: s, TTL: time.Minute, Margin: time.Second, RequestTimeout: time.Second}, "shorter than Margin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,6 +355,7 @@ func TestLockerConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Minute, c.ttl)
 	require.Equal(t, 40*time.Second, c.renewInterval)
-	require.Equal(t, 12*time.Second, c.driftMargin)
+	require.Equal(t, 12*time.Second, c.margin)
+	require.Equal(t, 6*time.Second, c.requestTimeout)
 	require.Regexp(t, `^.+/\d+/[0-9a-f]{8}$`, c.owner)
 }

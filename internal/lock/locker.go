@@ -35,35 +35,49 @@ type Locker struct {
 	// Owner is written into the lease for operators; "" means
 	// "<host>/<pid>/<random>".
 	Owner string
-	// TTL is how long a lease lasts without renewal; default 2m.
+	// TTL is how long a lease lasts after its last write, by the store's
+	// clock; default 2m.
 	TTL time.Duration
 	// RenewInterval is the time between renewals; default TTL/3.
 	RenewInterval time.Duration
-	// DriftMargin is how long before the written expiry the holder already
-	// treats the lease as lost, to absorb clock drift between machines and
-	// slow requests; default TTL/10.
-	DriftMargin time.Duration
-	// Now is the wall clock; default time.Now.
-	Now func() time.Time
+	// Margin is how long before its TTL runs out, by its own Clock, the
+	// holder stops sending mutating requests; default TTL/10.
+	Margin time.Duration
+	// RequestTimeout is the longest one mutating request under the lease may
+	// take (the fence's limit); default Margin/2. It must be shorter than
+	// Margin, so a request sent just before the holder's deadline ends
+	// before anyone may take the lease over.
+	RequestTimeout time.Duration
+	// SkewAllowance is how long after TTL, by the store's clock, a
+	// contender still waits before it takes a lease over: room for the
+	// store's nodes to disagree and for the holder's clock to run slow.
+	SkewAllowance time.Duration
+	// Clock is the holder's clock, used only to measure how long ago it
+	// sent a lease write; default CLOCK_BOOTTIME (it counts a suspended VM
+	// and ignores wall-clock steps). Host wall clocks play no part in the
+	// protocol.
+	Clock func() time.Time
 	// Logger receives lifecycle events; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // config is a Locker with defaults filled in, so a Lease never sees zeros.
 type config struct {
-	store         objstore.Store
-	owner         string
-	ttl           time.Duration
-	renewInterval time.Duration
-	driftMargin   time.Duration
-	now           func() time.Time
-	log           *slog.Logger
+	store          objstore.Store
+	owner          string
+	ttl            time.Duration
+	renewInterval  time.Duration
+	margin         time.Duration
+	requestTimeout time.Duration
+	skew           time.Duration
+	clock          func() time.Time
+	log            *slog.Logger
 }
 
 func (l *Locker) config() (config, error) {
 	c := config{
 		store: l.Store, owner: l.Owner, ttl: l.TTL, renewInterval: l.RenewInterval,
-		driftMargin: l.DriftMargin, now: l.Now, log: l.Logger,
+		margin: l.Margin, requestTimeout: l.RequestTimeout, skew: l.SkewAllowance, clock: l.Clock, log: l.Logger,
 	}
 	if c.store == nil {
 		return c, errors.New("lock config: Store is nil")
@@ -74,18 +88,27 @@ func (l *Locker) config() (config, error) {
 	if c.renewInterval == 0 {
 		c.renewInterval = c.ttl / 3
 	}
-	if c.driftMargin == 0 {
-		c.driftMargin = c.ttl / 10
+	if c.margin == 0 {
+		c.margin = c.ttl / 10
 	}
-	if c.ttl < 0 || c.renewInterval < 0 || c.driftMargin < 0 {
-		return c, fmt.Errorf("lock config: negative duration (TTL %v, RenewInterval %v, DriftMargin %v)", c.ttl, c.renewInterval, c.driftMargin)
+	if c.requestTimeout == 0 {
+		c.requestTimeout = c.margin / 2
+	}
+	if c.ttl < 0 || c.renewInterval < 0 || c.margin < 0 || c.requestTimeout < 0 || c.skew < 0 {
+		return c, fmt.Errorf("lock config: negative duration (TTL %v, RenewInterval %v, Margin %v, RequestTimeout %v, SkewAllowance %v)",
+			c.ttl, c.renewInterval, c.margin, c.requestTimeout, c.skew)
+	}
+	// A request sent just before the deadline must end before the lease
+	// can be taken over.
+	if c.requestTimeout <= 0 || c.requestTimeout >= c.margin {
+		return c, fmt.Errorf("lock config: RequestTimeout %v must be positive and shorter than Margin %v", c.requestTimeout, c.margin)
 	}
 	// A renewal must have a chance to land before the holder's own deadline.
-	if c.renewInterval >= c.ttl-c.driftMargin {
-		return c, fmt.Errorf("lock config: RenewInterval %v must be shorter than TTL %v minus DriftMargin %v", c.renewInterval, c.ttl, c.driftMargin)
+	if c.renewInterval >= c.ttl-c.margin {
+		return c, fmt.Errorf("lock config: RenewInterval %v must be shorter than TTL %v minus Margin %v", c.renewInterval, c.ttl, c.margin)
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.clock == nil {
+		c.clock = bootClock
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -105,29 +128,29 @@ func (l *Locker) config() (config, error) {
 	return c, nil
 }
 
-// wallNow drops the monotonic reading so comparisons use the wall clock: the
-// monotonic clock stops while a machine sleeps, but other machines' clocks,
-// and the expiry we wrote, do not.
-func (c *config) wallNow() time.Time {
-	return c.now().Round(0)
+// elapsed reads the holder's clock without its monotonic reading (a
+// CLOCK_BOOTTIME reading has none; an injected clock may).
+func (c *config) elapsed() time.Time {
+	return c.clock().Round(0)
 }
 
-// newInfo builds the lease a fresh holding writes at now.
-func (c *config) newInfo(now time.Time, generation int64) (Info, error) {
+// newInfo builds the lease a fresh holding writes when the store's clock
+// reads storeNow.
+func (c *config) newInfo(storeNow time.Time, generation int64) (Info, error) {
 	token, err := randomHex(16)
 	if err != nil {
 		return Info{}, err
 	}
-	at := time.UnixMilli(now.UnixMilli())
+	at := time.UnixMilli(storeNow.UnixMilli())
 	return Info{
-		Owner: c.owner, Token: token, Generation: generation,
+		Owner: c.owner, Token: token, Generation: generation, TTL: c.ttl,
 		AcquiredAt: at, RenewedAt: at, ExpiresAt: at.Add(c.ttl),
 	}, nil
 }
 
 // Acquire takes the lease at key or returns a *LockedError naming the current
 // holder. The returned Lease renews itself until Release or loss; always call
-// Release. Its Context derives from ctx.
+// Release. Its Context derives from ctx and carries the lease's fence.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 	c, err := l.config()
 	if err != nil {
@@ -145,9 +168,14 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 // errRetry tells Acquire the lease vanished mid-attempt: start over.
 var errRetry = errors.New("retry acquire")
 
-// tryAcquire makes one attempt: create the lease, or take over an expired one.
+// tryAcquire makes one attempt: create the lease, or take over one whose
+// TTL and skew allowance have passed by the store's clock.
 func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
-	info, err := c.newInfo(c.wallNow(), 1)
+	storeNow, err := c.store.Now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire lock %q: read the store's clock: %w", key, err)
+	}
+	info, err := c.newInfo(storeNow, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +183,13 @@ func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	sent := c.elapsed()
 	obj, err := c.store.PutIfAbsent(ctx, key, body)
 	switch {
 	case err == nil:
-		return c.start(ctx, key, info, obj.ETag, "acquired"), nil
+		return c.start(ctx, key, info, obj.ETag, sent, "acquired"), nil
 	case !errors.Is(err, objstore.ErrPrecondition):
-		return c.landed(ctx, key, info.Token, fmt.Errorf("create lock %q: %w", key, err))
+		return c.landed(ctx, key, info.Token, sent, fmt.Errorf("create lock %q: %w", key, err))
 	}
 
 	data, cur, err := c.store.Get(ctx, key)
@@ -174,48 +203,56 @@ func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 	if err != nil {
 		return nil, corruptError(key, err)
 	}
-	now := c.wallNow()
-	if !holder.Expired(now) {
-		return nil, &LockedError{Key: key, Holder: holder}
+	holder.Modified = cur.LastModified
+	// The store's clock, read after the lease: a lower bound of the time
+	// at which the takeover below can land.
+	if storeNow, err = c.store.Now(ctx); err != nil {
+		return nil, fmt.Errorf("acquire lock %q: read the store's clock: %w", key, err)
+	}
+	if storeNow.Before(holder.TakeoverAt(cur.LastModified, c.skew)) {
+		return nil, &LockedError{Key: key, Holder: holder, TakeoverAt: holder.TakeoverAt(cur.LastModified, c.skew)}
 	}
 
-	if info, err = c.newInfo(now, holder.Generation+1); err != nil {
+	if info, err = c.newInfo(storeNow, holder.Generation+1); err != nil {
 		return nil, err
 	}
 	if body, err = encode(info); err != nil {
 		return nil, err
 	}
+	sent = c.elapsed()
 	obj, err = c.store.PutIfMatch(ctx, key, body, cur.ETag)
 	switch {
 	case err == nil:
 		c.log.Info("took over expired lease", logKey, key, logOwner, c.owner, logGeneration, info.Generation,
-			"previous_owner", holder.Owner, "expired_at", holder.ExpiresAt)
-		return c.start(ctx, key, info, obj.ETag, "acquired by takeover"), nil
+			"previous_owner", holder.Owner, "last_written", cur.LastModified, "store_now", storeNow)
+		return c.start(ctx, key, info, obj.ETag, sent, "acquired by takeover"), nil
 	case errors.Is(err, objstore.ErrNotFound):
 		return nil, errRetry
 	case errors.Is(err, objstore.ErrPrecondition):
 		return nil, c.lostTakeover(ctx, key, holder)
 	default:
-		return c.landed(ctx, key, info.Token, fmt.Errorf("take over lock %q: %w", key, err))
+		return c.landed(ctx, key, info.Token, sent, fmt.Errorf("take over lock %q: %w", key, err))
 	}
 }
 
 // lostTakeover reports the rival that beat us to an expired lease, naming the
 // new holder when it can be read.
 func (c *config) lostTakeover(ctx context.Context, key string, old Info) error {
-	data, _, err := c.store.Get(ctx, key)
+	data, cur, err := c.store.Get(ctx, key)
 	if err == nil {
 		if holder, perr := Parse(data); perr == nil {
-			return &LockedError{Key: key, Holder: holder}
+			holder.Modified = cur.LastModified
+			return &LockedError{Key: key, Holder: holder, TakeoverAt: holder.TakeoverAt(cur.LastModified, c.skew)}
 		}
 	}
-	return &LockedError{Key: key, Holder: old}
+	return &LockedError{Key: key, Holder: old, TakeoverAt: old.TakeoverAt(old.Modified, c.skew)}
 }
 
 // landed resolves an ambiguous create or takeover: a write that timed out may
 // still have been applied, so re-read and compare the token. If the lease is
-// ours we hold it; if the caller has given up meanwhile, give it back.
-func (c *config) landed(ctx context.Context, key, token string, writeErr error) (*Lease, error) {
+// ours we hold it (its deadline counted from before the write was sent); if
+// the caller has given up meanwhile, give it back.
+func (c *config) landed(ctx context.Context, key, token string, sent time.Time, writeErr error) (*Lease, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	data, obj, err := c.store.Get(rctx, key)
@@ -233,5 +270,5 @@ func (c *config) landed(ctx context.Context, key, token string, writeErr error) 
 		return nil, writeErr
 	}
 	c.log.Info("ambiguous write landed", logKey, key, logOwner, c.owner, "error", writeErr)
-	return c.start(ctx, key, info, obj.ETag, "acquired after ambiguous write"), nil
+	return c.start(ctx, key, info, obj.ETag, sent, "acquired after ambiguous write"), nil
 }

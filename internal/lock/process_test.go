@@ -219,8 +219,19 @@ func TestProcessesMutualExclusion(t *testing.T) {
 func TestProcessesExpiredTakeover(t *testing.T) {
 	t.Parallel()
 	forEachChildBackend(t, func(t *testing.T, s objstore.Store, env []string, _ int) {
-		old := expiredInfo(9)
-		writeLease(t, s, testKey, old)
+		old := deadInfo(9)
+		old.TTL = time.Millisecond
+		obj := writeLease(t, s, testKey, old)
+		// The children read the real store's clock: wait until it passes
+		// the dead lease's takeover time (about a second, the resolution).
+		takeoverAt := old.TakeoverAt(obj.LastModified, 0)
+		head, err := s.Head(t.Context(), testKey)
+		require.NoError(t, err)
+		takeoverAt = old.TakeoverAt(head.LastModified, 0)
+		eventually(t, "the store's clock to pass the dead lease's takeover time", func() bool {
+			now, err := s.Now(t.Context())
+			return err == nil && !now.Before(takeoverAt)
+		})
 		results := runChildren(t, 4, "takeover", env)
 		winners := 0
 		for i, r := range results {
@@ -233,6 +244,8 @@ func TestProcessesExpiredTakeover(t *testing.T) {
 		stored, err := Read(t.Context(), s, testKey)
 		require.NoError(t, err)
 		require.Equal(t, old.Generation+1, stored.Generation)
-		require.False(t, stored.Expired(time.Now()))
+		now, err := s.Now(t.Context())
+		require.NoError(t, err)
+		require.True(t, now.Before(stored.TakeoverAt(stored.Modified, 0)), "the winner holds a live lease")
 	})
 }

@@ -202,8 +202,8 @@ func staleLeases(t testing.TB, b *backend, now time.Time) []string {
 	t.Helper()
 	var out []string
 	for k, info := range leases(t, b) {
-		if info.Expired(now) {
-			out = append(out, fmt.Sprintf("%s (owner %s, generation %d, expired %s ago)", k, info.Owner, info.Generation, now.Sub(info.ExpiresAt).Round(time.Millisecond)))
+		if at := info.TakeoverAt(info.Modified, 0); !now.Before(at) {
+			out = append(out, fmt.Sprintf("%s (owner %s, generation %d, up for takeover %s ago)", k, info.Owner, info.Generation, now.Sub(at).Round(time.Millisecond)))
 		}
 	}
 	slices.Sort(out)

@@ -1,0 +1,143 @@
+package objstoretest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// ClockStore wraps a real store and lets a test move the store's clock
+// forward without waiting: after Advance(d), Now reads d later, and every
+// object written through the wrapper from then on carries the offset in its
+// LastModified (Put*, and in Get, Head, List and Walk answers while its ETag
+// is the one written). Objects written before, or by anything else, keep the
+// inner store's LastModified: they were written earlier in the virtual time
+// too. It only ever moves time forward, as a real clock does, so the inner
+// store's own ordering of writes is kept.
+//
+// It is a fault injector around a real backend: the lease protocol decides
+// takeovers and due-ness by the store's clock, and tests of frozen
+// processes and skewed hosts need that clock to pass TTLs in microseconds.
+type ClockStore struct {
+	objstore.Store
+
+	// mu is held for writing across each write through the wrapper and
+	// its record, so a read that sees a new version waits for its stamp.
+	mu      sync.RWMutex
+	offset  time.Duration
+	written map[string]stamp
+}
+
+type stamp struct {
+	etag   string
+	offset time.Duration
+}
+
+var _ objstore.Store = (*ClockStore)(nil)
+
+// NewClockStore wraps s.
+func NewClockStore(s objstore.Store) *ClockStore {
+	return &ClockStore{Store: s, written: map[string]stamp{}}
+}
+
+// Advance moves the store's clock forward by d (d < 0 is ignored).
+func (c *ClockStore) Advance(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// Offset is how far the clock has been moved.
+func (c *ClockStore) Offset() time.Duration {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.offset
+}
+
+// Now is the inner store's clock plus the offset.
+func (c *ClockStore) Now(ctx context.Context) (time.Time, error) {
+	now, err := c.Store.Now(ctx)
+	if err != nil {
+		return now, err
+	}
+	return now.Add(c.Offset()), nil
+}
+
+// write runs one write through the inner store and stamps it, holding mu
+// so that no read sees the new version without its stamp.
+func (c *ClockStore) write(fn func() (objstore.Object, error)) (objstore.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj, err := fn()
+	if err != nil {
+		return obj, err
+	}
+	c.written[obj.Key] = stamp{etag: obj.ETag, offset: c.offset}
+	obj.LastModified = obj.LastModified.Add(c.offset)
+	return obj, nil
+}
+
+// shift applies the offset an object was written at.
+func (c *ClockStore) shift(obj objstore.Object) objstore.Object {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if st, ok := c.written[obj.Key]; ok && st.etag == obj.ETag {
+		obj.LastModified = obj.LastModified.Add(st.offset)
+	}
+	return obj
+}
+
+// Put writes through and stamps the write with the current offset.
+func (c *ClockStore) Put(ctx context.Context, key string, body []byte) (objstore.Object, error) {
+	return c.write(func() (objstore.Object, error) { return c.Store.Put(ctx, key, body) })
+}
+
+// PutIfAbsent writes through and stamps the write with the current offset.
+func (c *ClockStore) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
+	return c.write(func() (objstore.Object, error) { return c.Store.PutIfAbsent(ctx, key, body) })
+}
+
+// PutIfMatch writes through and stamps the write with the current offset.
+func (c *ClockStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (objstore.Object, error) {
+	return c.write(func() (objstore.Object, error) { return c.Store.PutIfMatch(ctx, key, body, etag) })
+}
+
+// Get shifts LastModified of objects written through the wrapper.
+func (c *ClockStore) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+	body, obj, err := c.Store.Get(ctx, key)
+	return body, c.shift(obj), err
+}
+
+// Head shifts LastModified of objects written through the wrapper.
+func (c *ClockStore) Head(ctx context.Context, key string) (objstore.Object, error) {
+	obj, err := c.Store.Head(ctx, key)
+	return c.shift(obj), err
+}
+
+// List shifts LastModified of objects written through the wrapper.
+func (c *ClockStore) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
+	return c.Store.List(ctx, prefix, func(p objstore.Page) error {
+		objs := make([]objstore.Object, len(p.Objects))
+		for i, o := range p.Objects {
+			objs[i] = c.shift(o)
+		}
+		p.Objects = objs
+		return fn(p)
+	})
+}
+
+// Walk shifts LastModified of objects written through the wrapper.
+func (c *ClockStore) Walk(ctx context.Context, prefix string, fn func([]objstore.Object) error) error {
+	return c.Store.Walk(ctx, prefix, func(page []objstore.Object) error {
+		objs := make([]objstore.Object, len(page))
+		for i, o := range page {
+			objs[i] = c.shift(o)
+		}
+		return fn(objs)
+	})
+}
