@@ -233,7 +233,7 @@ func probeRoot(ctx context.Context, w *worker.Worker, root config.Root) error {
 	if _, err := s.Head(ctx, worker.PauseKey); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 		return err
 	}
-	return nil
+	return nil // a readable store; the PAUSE itself is judged by the pass
 }
 
 // passFinished marks the store reachable after a pass that reached every

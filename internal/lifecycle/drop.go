@@ -15,13 +15,17 @@ var errStop = errors.New("stop listing")
 // Drop soft-deletes a table: it writes <name>.deleted create-if-absent and
 // leaves the data. ttl <= 0 uses the default TTL. A second drop returns
 // ErrAlreadyDeleted and never rewrites the marker: that would restart its
-// clock.
+// clock. deleted_at_ms is the store's clock, so a host whose clock is off
+// still writes a true drop time.
 func (ns *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (Marker, error) {
 	if err := ValidateName(name); err != nil {
 		return Marker{}, err
 	}
 	if ttl <= 0 {
 		ttl = ns.opts.DefaultTTL
+	}
+	if err := ns.checkIsTable(ctx, name); err != nil {
+		return Marker{}, fmt.Errorf("drop %q: %w", name, err)
 	}
 	exists, err := ns.hasData(ctx, name)
 	if err != nil {
@@ -33,7 +37,10 @@ func (ns *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (
 		}
 		return Marker{}, fmt.Errorf("drop %q: %w: no objects under %s", name, ErrNotFound, TableDir(name))
 	}
-	now := ns.opts.Now()
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return Marker{}, fmt.Errorf("drop %q: %w", name, err)
+	}
 	body := EncodeMarker(now, ttl)
 	if _, err := ns.store.PutIfAbsent(ctx, MarkerKey(name), body); err != nil {
 		if errors.Is(err, objstore.ErrPrecondition) {
@@ -43,6 +50,21 @@ func (ns *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (
 	}
 	ns.log.Info("table soft-deleted", "table", name, "ttl", ttl)
 	return Marker{DeletedAtMs: now.UnixMilli(), TTLMs: ttl.Milliseconds(), HasTTL: true}, nil
+}
+
+// checkIsTable refuses a name whose <name>.lance is an object (a symbolic
+// link or a file on a local disk) rather than a directory: following a
+// link could reach any directory, a live table of the same root included.
+// It costs one request.
+func (ns *Namespace) checkIsTable(ctx context.Context, name string) error {
+	_, err := ns.store.Head(ctx, tablePath(name))
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check %s: %w", tablePath(name), err)
+	}
+	return fmt.Errorf("%w: %s", ErrNotATable, notATableProblem(name))
 }
 
 // hasData reports whether <name>.lance/ holds at least one object; it costs

@@ -27,6 +27,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInvalidName: the name is not a single path segment.
 	ErrInvalidName = errors.New("invalid table name")
+	// ErrNotATable: <name>.lance is a symbolic link or a file, not a
+	// directory; reaper never drops, revives, purges or enters it.
+	ErrNotATable = errors.New("not a table")
 	// ErrLocked: another process holds the table's lifecycle lease.
 	ErrLocked = lock.ErrLocked
 )

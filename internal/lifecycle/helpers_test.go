@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
 // backend opens a fresh, empty store for one test.
@@ -22,19 +23,24 @@ type backend struct {
 	open func(t *testing.T) objstore.Store
 }
 
-// forEachBackend runs fn against every backend (see backends_test.go).
+// forEachBackend runs fn against every backend (see backends_test.go), each
+// wrapped in an objstoretest.ClockStore so that a test clock (newNS) moves
+// the store's clock along with the host's.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
 	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) { fn(t, b.open(t)) })
+		t.Run(b.name, func(t *testing.T) { fn(t, objstoretest.NewClockStore(b.open(t))) })
 	}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// clock is a settable clock shared by a namespace and its lease.
+// clock is time passing for a test: Advance moves the host's clock, the
+// lease holders' clock and, when the namespace's store is a ClockStore, the
+// store's clock, all together, as real time does.
 type clock struct {
-	mu  sync.Mutex
-	off time.Duration
+	mu     sync.Mutex
+	off    time.Duration
+	stores []*objstoretest.ClockStore
 }
 
 func (c *clock) Now() time.Time {
@@ -46,12 +52,42 @@ func (c *clock) Now() time.Time {
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.off += d
+	stores := c.stores
 	c.mu.Unlock()
+	for _, s := range stores {
+		s.Advance(d)
+	}
 }
 
+func (c *clock) attach(s objstore.Store) {
+	cs, ok := s.(*objstoretest.ClockStore)
+	for !ok {
+		u, wraps := s.(interface{ Unwrap() objstore.Store })
+		if !wraps {
+			return
+		}
+		s = u.Unwrap()
+		cs, ok = s.(*objstoretest.ClockStore)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, have := range c.stores {
+		if have == cs {
+			return
+		}
+	}
+	c.stores = append(c.stores, cs)
+}
+
+// clockMemory is a memory store whose clock a test clock moves.
+func clockMemory() *objstoretest.ClockStore { return objstoretest.NewClockStore(objstore.NewMemory()) }
+
+// newNS opens a namespace whose host and lease clocks are c (and whose
+// store's clock c moves, see clock).
 func newNS(t *testing.T, s objstore.Store, c *clock) *Namespace {
 	t.Helper()
-	ns, err := New(s, Options{Now: c.Now, Logger: quiet(), SpillDir: t.TempDir(), Owner: "test"})
+	c.attach(s)
+	ns, err := New(s, Options{Now: c.Now, LeaseClock: c.Now, Logger: quiet(), SpillDir: t.TempDir(), Owner: "test"})
 	require.NoError(t, err)
 	return ns
 }

@@ -57,7 +57,11 @@ func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, 
 			return Hold{}, fmt.Errorf("hold %q: %w: no data and no marker", name, ErrNotFound)
 		}
 	}
-	h := Hold{Reason: reason, HeldBy: ns.opts.Owner, HeldAtMs: ns.opts.Now().UnixMilli()}
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return Hold{}, fmt.Errorf("hold %q: %w", name, err)
+	}
+	h := Hold{Reason: reason, HeldBy: ns.opts.Owner, HeldAtMs: now.UnixMilli()}
 	body, _ := json.Marshal(h)
 	if _, err := ns.store.PutIfAbsent(ctx, HoldKey(name), body); err != nil {
 		if errors.Is(err, objstore.ErrPrecondition) {

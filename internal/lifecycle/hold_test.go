@@ -56,7 +56,7 @@ func TestLegalHold(t *testing.T) {
 
 // An unreadable hold still blocks: holds fail closed.
 func TestGarbageHoldStillHolds(t *testing.T) {
-	s := objstore.NewMemory()
+	s := clockMemory()
 	c := &clock{}
 	ns := newNS(t, s, c)
 	lanceTable(t, s, "t", 1)

@@ -93,8 +93,38 @@ func TestDueBoundary(t *testing.T) {
 	}{{14_999, false}, {15_000, true}, {15_001, true}, {0, false}} {
 		var s TableStatus
 		now := time.UnixMilli(tc.nowMs)
-		ns.fillMarker(&s, m, now)
+		ns.fillMarker(&s, m, time.Time{}, now)
 		require.Equal(t, tc.due, s.Due(now), "now=%d", tc.nowMs)
+	}
+}
+
+// TestDueByStoreClock: a table is due only once both deleted_at + ttl (the
+// dropper's clock) and the marker's LastModified + ttl (the store's clock,
+// LastModified as the store reports it) have passed. A dropper 7 days behind cannot make a
+// fresh 7-day drop due at once.
+func TestDueByStoreClock(t *testing.T) {
+	const week = 7 * 24 * time.Hour
+	ns := &Namespace{opts: Options{DefaultTTL: DefaultTTL, SkewAllowance: DefaultSkewAllowance}}
+	stored := time.UnixMilli(1_700_000_000_000) // when the store wrote the marker
+	for _, tc := range []struct {
+		name      string
+		deletedAt time.Time // the dropper's clock
+		now       time.Time // the store's clock
+		due       bool
+	}{
+		{"dropper 7 days behind, fresh drop", stored.Add(-week), stored.Add(time.Minute), false},
+		{"dropper 7 days behind, a week later", stored.Add(-week), stored.Add(week), true},
+		{"dropper on time, one ms early", stored, stored.Add(week - time.Millisecond), false},
+		{"dropper on time", stored, stored.Add(week), true},
+		{"dropper a minute ahead", stored.Add(time.Minute), stored.Add(week + time.Second), false},
+		{"dropper a minute ahead, later", stored.Add(time.Minute), stored.Add(week + time.Minute), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s TableStatus
+			m := Marker{DeletedAtMs: tc.deletedAt.UnixMilli(), TTLMs: week.Milliseconds(), HasTTL: true}
+			ns.fillMarker(&s, m, stored, tc.now)
+			require.Equal(t, tc.due, s.Due(tc.now), "purge_after %s", s.PurgeAfter)
+		})
 	}
 }
 
@@ -106,7 +136,7 @@ func TestFutureDatedMarkerIsNeverDue(t *testing.T) {
 		future bool
 	}{{0, false}, {5 * time.Minute, false}, {5*time.Minute + time.Millisecond, true}, {24 * time.Hour, true}} {
 		var s TableStatus
-		ns.fillMarker(&s, Marker{DeletedAtMs: now.Add(tc.ahead).UnixMilli(), HasTTL: true}, now)
+		ns.fillMarker(&s, Marker{DeletedAtMs: now.Add(tc.ahead).UnixMilli(), HasTTL: true}, time.Time{}, now)
 		require.Equal(t, tc.future, s.FutureDated, "ahead=%s", tc.ahead)
 		// Even far past purge_after, a future-dated marker stays not due.
 		if tc.future {

@@ -17,6 +17,13 @@ const (
 	// marker. It lives beside the marker so that one listing of the root
 	// shows which tables are being purged.
 	LockSuffix = ".reaper-lock"
+	// CommitSuffix ends the purge commit: <root>/<name>.reaper-purge, written
+	// under the lease before a purge's first delete (commit_format.go).
+	CommitSuffix = ".reaper-purge"
+	// PauseKey is the per-root pause switch: while an object of that name,
+	// or any object under "_reaper/PAUSE/" (a folder), exists, nothing is
+	// purged on the root.
+	PauseKey = "_reaper/PAUSE"
 	// versionsDir holds a table's manifests; deleting them first makes the
 	// table unopenable before anything else goes.
 	versionsDir = "_versions"
@@ -47,6 +54,14 @@ func MarkerKey(name string) string { return name + MarkerSuffix }
 // LockKey is the key of a table's lifecycle lease.
 func LockKey(name string) string { return name + LockSuffix }
 
+// CommitKey is the key of a table's purge commit.
+func CommitKey(name string) string { return name + CommitSuffix }
+
+// tablePath is the key of <name>.lance as an object: where the table's
+// directory should be, a symbolic link or a file makes a name that is not a
+// table (it is never dropped, purged or entered).
+func tablePath(name string) string { return name + TableSuffix }
+
 // entryKind classifies one entry of a root listing.
 type entryKind int
 
@@ -56,6 +71,10 @@ const (
 	entryMarker
 	entryLock
 	entryHold
+	entryCommit
+	// entryNotTable: <name>.lance is an object (a symlink or a file on a
+	// local disk), not a directory.
+	entryNotTable
 )
 
 // classifyObject maps a root-level object key to a table name. Only the final
@@ -64,7 +83,7 @@ func classifyObject(key string) (string, entryKind) {
 	for _, s := range []struct {
 		suffix string
 		kind   entryKind
-	}{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}} {
+	}{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}, {CommitSuffix, entryCommit}, {TableSuffix, entryNotTable}} {
 		if name, ok := strings.CutSuffix(key, s.suffix); ok && ValidateName(name) == nil {
 			return name, s.kind
 		}

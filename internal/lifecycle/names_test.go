@@ -34,7 +34,8 @@ func TestClassify(t *testing.T) {
 		{"t.reaper-lock", "t", entryLock},
 		{"x.reaper-lock.reaper-lock", "x.reaper-lock", entryLock},
 		{".deleted", "", entryOther},
-		{"t.lance", "", entryOther}, // an object, not a table dir
+		{"t.lance", "t", entryNotTable}, // an object (a symlink, a file), not a table dir
+		{"t.reaper-purge", "t", entryCommit},
 		{"README", "", entryOther},
 		{"t.deleted.tmp", "", entryOther},
 	} {

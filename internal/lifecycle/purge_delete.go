@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
@@ -14,13 +13,15 @@ import (
 // and the next pass continues where this one stopped.
 var errBudget = errors.New("object budget reached")
 
-// batchDeleter sends delete batches with bounded concurrency, checking the
-// lease before each one, and stops submitting at the first error or when the
-// object budget is spent.
+// batchDeleter sends delete batches with bounded concurrency, running the
+// guard (lease read back, marker, hold, PAUSE, commit) before each one, and
+// stops submitting at the first error or when the object budget is spent.
+// The lease's fence, carried by ctx, is asked again by the backend
+// immediately before each request.
 type batchDeleter struct {
 	ctx      context.Context
 	store    objstore.Store
-	lease    *lock.Lease
+	guard    *guard
 	name     string
 	budget   int64 // 0 = unlimited
 	progress func(objects, bytes int64)
@@ -34,9 +35,9 @@ type batchDeleter struct {
 	err       error
 }
 
-func newBatchDeleter(ctx context.Context, store objstore.Store, lease *lock.Lease, name string, opts PurgeOptions) *batchDeleter {
+func newBatchDeleter(ctx context.Context, store objstore.Store, g *guard, name string, opts PurgeOptions) *batchDeleter {
 	return &batchDeleter{
-		ctx: ctx, store: store, lease: lease, name: name,
+		ctx: ctx, store: store, guard: g, name: name,
 		budget: opts.MaxObjects, progress: opts.Progress,
 		sem: make(chan struct{}, max(1, opts.DeleteConcurrency)),
 	}
@@ -54,8 +55,11 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 	if err != nil {
 		return err
 	}
-	if err := d.lease.Check(); err != nil {
+	if err := d.guard.lease.Check(); err != nil {
 		return d.fail(fmt.Errorf("purge %q: stopped before a delete: %w", d.name, err))
+	}
+	if err := d.guard.check(d.ctx); err != nil {
+		return d.fail(err)
 	}
 	keys := make([]string, len(batch))
 	var size int64

@@ -22,8 +22,8 @@ const (
 	OutcomeOrphanMarker Outcome = "orphan_marker_removed"
 	// OutcomeDryRun: nothing was deleted; Objects and Bytes are what would be.
 	OutcomeDryRun Outcome = "dry_run"
-	// OutcomePartial: the object budget ran out; the marker stays and the next
-	// purge continues where this one stopped.
+	// OutcomePartial: the object budget ran out; the commit and the marker
+	// stay and the next purge continues where this one stopped.
 	OutcomePartial Outcome = "partial"
 )
 
@@ -42,8 +42,8 @@ type PurgeOptions struct {
 	// under the lease still compares against it.
 	Planned *TableStatus
 	// MaxObjects stops the purge after about this many objects (whole
-	// batches), leaving the marker so the next purge continues: one huge
-	// table cannot hold a pass forever. 0 = no limit.
+	// batches), leaving the commit and the marker so the next purge
+	// continues: one huge table cannot hold a pass forever. 0 = no limit.
 	MaxObjects int64
 }
 
@@ -62,6 +62,9 @@ type PurgeResult struct {
 	// before trying (not due, dry run), else LeaseAcquired, LeaseContended
 	// or LeaseError.
 	Lease string
+	// Committed: the purge wrote (or found) the table's purge commit, so
+	// the table is partially purged until a purge finishes it.
+	Committed bool
 }
 
 // Lease outcomes of a purge (PurgeResult.Lease).
@@ -71,29 +74,39 @@ const (
 	LeaseError     = "error"
 )
 
-// Purge reclaims a soft-deleted table whose marker is valid and due. This
-// file owns the purge order; every step is safe to crash after, and a re-run
-// finishes the job:
+// Purge reclaims a soft-deleted table whose marker is valid and due by the
+// store's clock, or finishes one whose purge committed. This file owns the
+// purge order (docs/PROTOCOL.md); every step is safe to crash after, and a
+// re-run finishes the job:
 //
-//  1. read and check the marker (valid, due, not future-dated);
-//  2. take the table's lease; re-read the marker under it and stop if its
-//     bytes or ETag changed or it vanished; stop if a legal hold exists;
-//  3. identity fence: walk <name>.lance/ once; any object modified after the
-//     marker was written, or after deleted_at + skew allowance, means a
-//     writer that ignores our lock (LanceDB reviving by overwrite) has been
-//     there: stop with a conflict, having touched nothing;
-//  4. delete the _versions/ manifests first, so the table cannot be opened;
-//  5. delete everything else under <name>.lance/, in batches of 1000;
-//  6. verify the prefix is empty (a listing);
-//  7. delete the marker last, conditionally on the ETag read under the lease;
-//  8. release the lease.
-//
-// The lease is checked before every destructive step; a lost lease stops the
-// purge with the marker in place.
+//  1. read the marker: valid, due by the store's clock, not future-dated;
+//  2. take the table's lease (its fenced context carries all that follows);
+//     re-read the marker under it and stop if its bytes or ETag changed or
+//     it vanished; a purge commit naming this marker means finish it, one
+//     naming another marker is stale and removed; stop if a hold exists;
+//  3. identity fence: walk <name>.lance/ once (never following a link); any
+//     object modified after the drop means a writer that ignores our lock
+//     has been there: stop with a conflict, having touched nothing;
+//  4. guard (lease read back, marker unchanged, no hold, no PAUSE), then
+//     write the purge commit: from here the table can only be finished;
+//  5. delete the manifests first, then everything else, in batches of
+//     1,000, the guard before each batch and the lease's fence before each
+//     request;
+//  6. verify: an old object the store kept is deleted alone and named in
+//     the error if it survives; a new one is a writer: conflict;
+//  7. remove the table's empty directories (local disks);
+//  8. guard, delete the commit, then the marker last (if unchanged);
+//  9. release the lease.
 func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
 	res := PurgeResult{Name: name}
 	if err := ValidateName(name); err != nil {
 		return res, err
+	}
+	planned := opts.Planned != nil && opts.Planned.Name == name
+	if !planned {
+		if err := ns.checkIsTable(ctx, name); err != nil {
+			return res, fmt.Errorf("purge %q: %w", name, err)
+		}
 	}
 	body, mobj, m, err := ns.plannedMarker(ctx, name, opts.Planned)
 	if err != nil {
@@ -102,9 +115,20 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 		}
 		return res, fmt.Errorf("purge %q: %w", name, err)
 	}
-	now := ns.opts.Now()
-	var st TableStatus
-	ns.fillMarker(&st, m, now)
+	var commit *Commit
+	if planned {
+		commit = opts.Planned.Commit
+	} else if c, _, err := ns.readCommit(ctx, name); err != nil {
+		return res, fmt.Errorf("purge %q: %w", name, err)
+	} else if c != nil && c.Matches(body) {
+		commit = c
+	}
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return res, fmt.Errorf("purge %q: %w", name, err)
+	}
+	st := TableStatus{Commit: commit}
+	ns.fillMarker(&st, m, mobj.LastModified, now)
 	res.DeletedAt, res.PurgeAfter = st.DeletedAt, st.PurgeAfter
 	if st.FutureDated {
 		return res, fmt.Errorf("purge %q: %w: %s", name, ErrNotPurgeable, st.Problem)
@@ -112,23 +136,9 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if !st.Due(now) {
 		return res, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
 	}
-	fence := ns.fence(m, mobj)
-	log := ns.log.With("table", name)
 
 	if opts.DryRun {
-		if err := ns.checkHold(ctx, name); err != nil {
-			return res, err
-		}
-		err := ns.walkTable(ctx, name, func(o objstore.Object) error {
-			if err := fence(o); err != nil {
-				return err
-			}
-			res.Objects++
-			res.Bytes += o.Size
-			return nil
-		})
-		res.Outcome = OutcomeDryRun
-		return res, err
+		return ns.dryRun(ctx, name, m, mobj, res)
 	}
 
 	lease, err := ns.locker.Acquire(ctx, LockKey(name))
@@ -141,27 +151,82 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	}
 	res.Lease = LeaseAcquired
 	defer ns.release(lease, name)
-	ctx = lease.Context()
+	lctx := lease.Context()
+	res, err = ns.purgeUnderLease(lctx, lease, name, body, mobj, res, opts)
+	return res, withLeaseCause(lctx, err)
+}
 
-	body2, mobj2, err := ns.store.Get(ctx, MarkerKey(name))
+// dryRun checks the hold and the identity fence and counts what a purge
+// would delete; it takes no lease and writes nothing.
+func (ns *Namespace) dryRun(ctx context.Context, name string, m Marker, mobj objstore.Object, res PurgeResult) (PurgeResult, error) {
+	if err := ns.checkHold(ctx, name); err != nil {
+		return res, err
+	}
+	fence := ns.fence(m, mobj)
+	err := ns.walkTable(ctx, name, func(o objstore.Object) error {
+		if err := fence(o); err != nil {
+			return err
+		}
+		res.Objects++
+		res.Bytes += o.Size
+		return nil
+	})
+	res.Outcome = OutcomeDryRun
+	return res, err
+}
+
+// purgeUnderLease runs steps 2 to 8 under the lease; ctx is its fenced
+// context. planned* are the marker as read before the lease (body nil when
+// a plan only knew its ETag).
+func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, name string, plannedBody []byte, plannedObj objstore.Object, res PurgeResult, opts PurgeOptions) (PurgeResult, error) {
+	log := ns.log.With("table", name)
+	// 2. The marker under the lease is the one every later step compares
+	// against; the due-ness is judged again with it.
+	body, mobj, err := ns.store.Get(ctx, MarkerKey(name))
 	if err != nil {
 		if errors.Is(err, objstore.ErrNotFound) {
 			return res, &ConflictError{Name: name, Reason: "marker vanished while taking the lock (revived or purged by another process)"}
 		}
 		return res, fmt.Errorf("purge %q: re-read marker under lock: %w", name, err)
 	}
-	m2, perr := ParseMarker(body2)
-	if mobj2.ETag != mobj.ETag || perr != nil || m2 != m || (body != nil && !bytes.Equal(body, body2)) {
+	m, perr := ParseMarker(body)
+	if mobj.ETag != plannedObj.ETag || perr != nil || (plannedBody != nil && !bytes.Equal(plannedBody, body)) {
 		return res, &ConflictError{Name: name, Reason: "marker changed while taking the lock (revived and dropped again?); the next pass re-reads it"}
 	}
-	// A legal hold blocks the purge. It is read under the lease only: a hold
-	// placed before that read is seen, and one request per table is saved.
+	commit, cobj, err := ns.readCommit(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("purge %q: %w", name, err)
+	}
+	if commit != nil && !commit.Matches(body) {
+		if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), cobj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return res, fmt.Errorf("purge %q: remove stale purge commit: %w", name, err)
+		}
+		log.Warn("removed a stale purge commit: it named an earlier marker (the table was revived and dropped again outside reaper)",
+			"committed_by", commit.Owner, "committed_at", commit.committedAt())
+		commit = nil
+	}
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return res, fmt.Errorf("purge %q: %w", name, err)
+	}
+	st := TableStatus{Commit: commit}
+	ns.fillMarker(&st, m, mobj.LastModified, now)
+	res.DeletedAt, res.PurgeAfter, res.Committed = st.DeletedAt, st.PurgeAfter, commit != nil
+	switch {
+	case st.FutureDated:
+		return res, fmt.Errorf("purge %q: %w: %s", name, ErrNotPurgeable, st.Problem)
+	case !st.Due(now):
+		return res, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
+	}
+	// A hold placed before this read is seen here; one placed later is seen
+	// by the guard before the commit and before every batch.
 	if err := ns.checkHold(ctx, name); err != nil {
 		return res, err
 	}
 
 	// 3. Identity fence, collecting keys: manifests in memory, the rest
 	// spilled, so nothing is deleted before every object has been checked.
+	fence := ns.fence(m, mobj)
 	manifests := newSpill(ns.opts.SpillDir)
 	defer manifests.close()
 	rest := newSpill(ns.opts.SpillDir)
@@ -179,15 +244,32 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if err != nil {
 		return res, err
 	}
+
+	// 4. Guard, then commit.
+	g := &guard{ns: ns, name: name, lease: lease, markerETag: mobj.ETag}
+	if err := g.check(ctx); err != nil {
+		return res, err
+	}
+	switch {
+	case commit != nil:
+		g.commitETag = cobj.ETag
+	case manifests.n+rest.n > 0:
+		info := lease.Info()
+		obj, err := ns.writeCommit(ctx, name, body, info.Owner, info.Generation)
+		if err != nil {
+			return res, fmt.Errorf("purge %q: %w", name, err)
+		}
+		g.commitETag, res.Committed = obj.ETag, true
+	}
 	if manifests.n+rest.n == 0 {
 		res.Outcome = OutcomeOrphanMarker
 	} else {
 		res.Outcome = OutcomePurged
-		log.Info("purge started", "objects", manifests.n+rest.n, "manifests", manifests.n)
+		log.Info("purge committed", "objects", manifests.n+rest.n, "manifests", manifests.n, "finishing", commit != nil)
 	}
 
-	// 4-5. Manifests first, then the rest.
-	d := newBatchDeleter(ctx, ns.store, lease, name, opts)
+	// 5. Manifests first, then the rest.
+	d := newBatchDeleter(ctx, ns.store, g, name, opts)
 	err = manifests.each(objstore.MaxBatchDelete, d.submit)
 	if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {
 		err = werr // the manifests finish before anything else goes
@@ -208,35 +290,48 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 		return res, err
 	}
 
-	// 6. Verify: anything left was written during the purge.
-	var left string
-	err = ns.walkTable(ctx, name, func(o objstore.Object) error {
-		left = o.Key
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
+	// 6-7. Nothing of the table may be left.
+	if err := ns.finishTable(ctx, g, name, fence); err != nil {
 		return res, err
 	}
-	if left != "" {
-		return res, &ConflictError{Name: name, Reason: fmt.Sprintf("%s appeared during the purge; the marker is kept and the table needs an operator", left)}
-	}
 
-	// 7. Marker last, only if it is still the one read under the lease.
-	if err := lease.Check(); err != nil {
+	// 8. The commit, then the marker last, each only if unchanged.
+	if err := g.check(ctx); err != nil {
 		return res, fmt.Errorf("purge %q: stopped before deleting the marker: %w", name, err)
 	}
-	if err := ns.store.DeleteIfMatch(ctx, MarkerKey(name), mobj2.ETag); err != nil {
+	if g.commitETag != "" {
+		if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), g.commitETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return res, fmt.Errorf("purge %q: delete purge commit: %w", name, err)
+		}
+	}
+	if err := ns.store.DeleteIfMatch(ctx, MarkerKey(name), mobj.ETag); err != nil {
 		return res, fmt.Errorf("purge %q: delete marker: %w", name, err)
 	}
 	log.Info("purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
 	return res, nil
 }
 
+// withLeaseCause makes an error that stopped work under a lost lease say so
+// (errors.Is lock.ErrLost): a request cut short by the lease's cancelled
+// context otherwise reads as a plain cancellation, and a lost lease is a
+// failure, not an interruption.
+func withLeaseCause(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, lock.ErrLost) || ctx.Err() == nil {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, lock.ErrLost) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
+}
+
 // fence returns the identity check for one object of a table: an object
 // modified after the marker was stored (same clock: the store's), or after
 // deleted_at plus the skew allowance (the dropper's clock), was written after
 // the drop. Times are compared at whole seconds, since S3 reports
-// Last-Modified at second precision on GET and HEAD.
+// Last-Modified at second precision on GET and HEAD; a local disk reports
+// the later of mtime and ctime, so a file copied in with an old mtime
+// still shows when it arrived.
 func (ns *Namespace) fence(m Marker, marker objstore.Object) func(objstore.Object) error {
 	limit := m.DeletedAt().Add(ns.opts.SkewAllowance)
 	if !marker.LastModified.IsZero() && marker.LastModified.Before(limit) {

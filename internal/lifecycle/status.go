@@ -17,11 +17,21 @@ import (
 type State string
 
 const (
-	StateExists        State = "exists"
-	StateSoftDeleted   State = "soft_deleted"
-	StatePurging       State = "purging"
-	StateOrphanMarker  State = "orphan_marker"
-	StateInvalidMarker State = "invalid_marker"
+	StateExists      State = "exists"
+	StateSoftDeleted State = "soft_deleted"
+	// StatePurging: soft-deleted and a process holds the table's lease.
+	StatePurging State = "purging"
+	// StatePartiallyPurged: a purge committed (<name>.reaper-purge) and
+	// started deleting, then stopped (a crash, a budget, a lost lease, a
+	// hold or PAUSE placed meanwhile). It cannot be revived; the next pass
+	// finishes it whatever its TTL.
+	StatePartiallyPurged State = "partially_purged"
+	StateOrphanMarker    State = "orphan_marker"
+	StateInvalidMarker   State = "invalid_marker"
+	// StateNotATable: <name>.lance is a symbolic link or a file, not a
+	// directory. reaper never drops, purges or enters it (a link could
+	// point anywhere, including at a live table).
+	StateNotATable State = "not_a_table"
 	// StateUnreadable: the marker or the legal hold exists but could not be
 	// read (after the retries: a 403 on that key, a store error). The table
 	// is never purged while so; the rest of the root is unaffected.
@@ -55,18 +65,25 @@ type TableStatus struct {
 	Lease *lock.Info
 	// Hold is set while a legal hold blocks purges of the table.
 	Hold *Hold
+	// Commit is set when a purge committed against the current marker
+	// (partially_purged, or purging while its lease is held).
+	Commit *Commit
 }
 
-// Due reports whether the table may be purged at now.
+// Due reports whether the table may be purged at now, a time of the
+// store's clock. A committed purge is always due: it can only be finished.
 func (s TableStatus) Due(now time.Time) bool {
-	return s.Marker != nil && !s.FutureDated && !now.Before(s.PurgeAfter)
+	if s.Marker == nil || s.FutureDated {
+		return false
+	}
+	return s.Commit != nil || !now.Before(s.PurgeAfter)
 }
 
 // rootEntry accumulates what the root listing says of one name; markers and
 // table dirs may arrive on different pages.
 type rootEntry struct {
-	data, marker, lease, hold bool
-	markerObj                 objstore.Object
+	data, marker, lease, hold, commit, notTable bool
+	markerObj                                   objstore.Object
 }
 
 // List returns every name of the root with its state, sorted by name, from
@@ -129,6 +146,10 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 				e.lease = true
 			case entryHold:
 				e.hold = true
+			case entryCommit:
+				e.commit = true
+			case entryNotTable:
+				e.notTable = true
 			}
 		}
 		return nil
@@ -139,7 +160,7 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 	names := make([]string, 0, len(entries))
 	var leaseOnly []string
 	for n, e := range entries {
-		if e.data || e.marker || e.lease || e.hold {
+		if e.data || e.marker || e.lease || e.hold || e.commit || e.notTable {
 			names = append(names, n)
 		}
 		if e.lease && !e.marker {
@@ -155,7 +176,12 @@ func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, 
 	slices.Sort(names)
 	names = slices.Compact(names)
 	out := make([]TableStatus, len(names))
-	now := ns.opts.Now()
+	// Due-ness and lease liveness are judged by the store's clock, read
+	// after the listing.
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Marker bodies and lease bodies need one read each; read them in
 	// parallel, bounded, and keep the listing order.
 	var wg sync.WaitGroup
@@ -197,9 +223,14 @@ func dataState(hasData bool) State {
 	return StateNotFound
 }
 
-// describe turns one root entry into a status, reading the marker and lease.
+// describe turns one root entry into a status, reading the marker, the
+// lease, the hold and the commit it has; now is the store's clock.
 func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
 	s := TableStatus{Name: name, HasData: e.data}
+	if e.notTable {
+		s.State, s.Problem = StateNotATable, notATableProblem(name)
+		return s, nil
+	}
 	if e.lease {
 		info, err := lock.Read(ctx, ns.store, LockKey(name))
 		switch {
@@ -221,35 +252,67 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 		}
 		s.Hold = h
 	}
-	if !e.marker {
+	var commit *Commit
+	if e.commit {
+		c, _, err := ns.readCommit(ctx, name)
+		if err != nil {
+			return ns.unreadable(ctx, s, err)
+		}
+		commit = c
+	}
+	var body []byte
+	if e.marker {
+		b, obj, err := ns.store.Get(ctx, MarkerKey(name))
+		switch {
+		case errors.Is(err, objstore.ErrNotFound):
+			// Revived or purged between the listing and the read.
+		case err != nil:
+			return ns.unreadable(ctx, s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err))
+		default:
+			body = b
+			s.MarkerModified, s.MarkerETag = obj.LastModified, obj.ETag
+		}
+	}
+	if commit != nil && (body == nil || !commit.Matches(body)) {
+		s.Problem = staleCommitProblem(name, body != nil)
+		commit = nil
+	}
+	if body == nil {
 		s.State = dataState(e.data)
 		return s, nil
 	}
-	body, obj, err := ns.store.Get(ctx, MarkerKey(name))
-	if errors.Is(err, objstore.ErrNotFound) {
-		// Revived or purged between the listing and the read.
-		s.State = dataState(e.data)
-		return s, nil
-	}
-	if err != nil {
-		return ns.unreadable(ctx, s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err))
-	}
-	s.MarkerModified, s.MarkerETag = obj.LastModified, obj.ETag
 	m, err := ParseMarker(body)
 	if err != nil {
 		s.State, s.Problem = StateInvalidMarker, err.Error()
 		return s, nil
 	}
-	ns.fillMarker(&s, m, now)
+	s.Commit = commit
+	ns.fillMarker(&s, m, s.MarkerModified, now)
 	switch {
-	case !e.data:
-		s.State = StateOrphanMarker
 	case s.Lease != nil:
 		s.State = StatePurging
+	case s.Commit != nil:
+		s.State = StatePartiallyPurged
+	case !e.data:
+		s.State = StateOrphanMarker
 	default:
 		s.State = StateSoftDeleted
 	}
 	return s, nil
+}
+
+// notATableProblem explains StateNotATable.
+func notATableProblem(name string) string {
+	return fmt.Sprintf("%s is not a directory (a symbolic link or a file where the table's directory should be): it is not a table, and reaper never drops, purges or enters it; remove or replace it by hand",
+		tablePath(name))
+}
+
+// staleCommitProblem explains a purge commit that names no current marker.
+func staleCommitProblem(name string, hasMarker bool) string {
+	if hasMarker {
+		return fmt.Sprintf("%s names an earlier marker (the table was revived and dropped again without reaper): the next purge removes it and judges the new marker by its own TTL", CommitKey(name))
+	}
+	return fmt.Sprintf("%s is left without a marker: a purge had started deleting this table when its marker was removed outside reaper, so the table may be incomplete; drop it again and purge to finish it, or inspect it", CommitKey(name))
 }
 
 // unreadable reports a table whose marker or hold could not be read: one
@@ -263,12 +326,16 @@ func (ns *Namespace) unreadable(ctx context.Context, s TableStatus, err error) (
 	return s, nil
 }
 
-// fillMarker sets the marker-derived fields and flags future-dated markers.
-func (ns *Namespace) fillMarker(s *TableStatus, m Marker, now time.Time) {
+// fillMarker sets the marker-derived fields and flags future-dated markers;
+// lm is the marker's LastModified and now the store's clock.
+func (ns *Namespace) fillMarker(s *TableStatus, m Marker, lm, now time.Time) {
 	s.Marker = &m
 	s.TTL = m.TTL(ns.opts.DefaultTTL)
 	s.DeletedAt = m.DeletedAt()
-	s.PurgeAfter = m.PurgeAfter(ns.opts.DefaultTTL)
+	s.PurgeAfter = dueAt(m, lm, ns.opts.DefaultTTL)
+	if s.FutureDated { // judged again at a later now
+		s.FutureDated, s.Problem = false, ""
+	}
 	if s.DeletedAt.After(now.Add(ns.opts.SkewAllowance)) {
 		s.FutureDated = true
 		s.Problem = fmt.Sprintf("marker is dated %s, more than the skew allowance (%s) in the future; check the clock of the process that dropped it",
@@ -282,8 +349,8 @@ type Plan struct {
 	Due []TableStatus
 	// NotDue are soft-deleted tables whose TTL has not passed.
 	NotDue []TableStatus
-	// Invalid are invalid, unreadable or future-dated markers: reported,
-	// never purged.
+	// Invalid are invalid, unreadable or future-dated markers and names
+	// that are not tables: reported, never purged.
 	Invalid []TableStatus
 	// Busy are tables whose lease is held by another process.
 	Busy []TableStatus
@@ -298,31 +365,42 @@ type Plan struct {
 	// LeaseOnly are names that had a lease and no marker when the root was
 	// listed: what SweepStaleLeases may find left behind by a dead process.
 	LeaseOnly []string
+	// Now is the time the plan was judged at: the store's clock (or the
+	// caller's now, when that was earlier).
+	Now time.Time
 }
 
-// ListPurgeable returns the soft-deleted tables with now >= deleted_at +
-// ttl, oldest first. Future-dated and invalid markers are never included;
-// PlanPurge reports them.
+// ListPurgeable returns the soft-deleted tables due by the store's clock,
+// oldest first (see PlanPurge for now). Future-dated and invalid markers are
+// never included; PlanPurge reports them.
 func (ns *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableStatus, error) {
 	p, err := ns.PlanPurge(ctx, now)
 	return p.Due, err
 }
 
-// PlanPurge classifies every marker of the root at now. names, when given,
-// limits the plan to those tables.
+// PlanPurge classifies every marker of the root by the store's clock. A
+// non-zero now earlier than the store's clock judges at now instead: a
+// caller can make the plan stricter, never let it purge earlier than the
+// store's clock allows. names, when given, limits the plan to those tables.
 func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
 	all, leaseOnly, err := ns.status(ctx, names)
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{LeaseOnly: leaseOnly}
+	storeNow, err := ns.storeNow(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	if now.IsZero() || storeNow.Before(now) {
+		now = storeNow
+	}
+	p := Plan{LeaseOnly: leaseOnly, Now: now}
 	for _, s := range all {
 		if s.Marker != nil {
-			// Due-ness is judged at the caller's now, not the listing's.
-			ns.fillMarker(&s, *s.Marker, now)
+			ns.fillMarker(&s, *s.Marker, s.MarkerModified, storeNow)
 		}
 		switch {
-		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.FutureDated:
+		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.State == StateNotATable || s.FutureDated:
 			p.Invalid = append(p.Invalid, s)
 		case s.Marker == nil:
 			if s.State == StateExists {

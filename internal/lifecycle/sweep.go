@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -17,12 +16,13 @@ import (
 // later purge ever takes such a lease over, since there is no marker to
 // purge. names are those that had a lease and no marker when the plan
 // listed the root (Plan.LeaseOnly), so no second listing is needed. A lease is
-// deleted only when no marker sits beside it now and it expired at now, the
-// condition under which any process may take it over, and only if it is
-// still the version read (DeleteIfMatch), so a process taking it over
-// meanwhile wins. An unreadable lease is kept (fail closed). It costs one
-// read per name, plus a marker check and a delete per expired lease.
-func (ns *Namespace) SweepStaleLeases(ctx context.Context, now time.Time, names []string) ([]string, error) {
+// deleted only when no marker sits beside it now and the store's clock has
+// passed its takeover time, the condition under which any process may take
+// it over, and only if it is still the version read (DeleteIfMatch), so a
+// process taking it over meanwhile wins. An unreadable lease is kept (fail
+// closed). It costs one read per name, plus a marker check and a delete per
+// expired lease.
+func (ns *Namespace) SweepStaleLeases(ctx context.Context, names []string) ([]string, error) {
 	var swept []string
 	var errs []error
 	for _, name := range names {
@@ -36,8 +36,15 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, now time.Time, names 
 			continue
 		}
 		info, err := lock.Parse(body)
-		info.Modified = obj.LastModified
-		if err != nil || now.Before(info.TakeoverAt(info.Modified, ns.opts.SkewAllowance)) {
+		if err != nil {
+			continue
+		}
+		now, err := ns.storeNow(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep lease %s: %w", key, err))
+			continue
+		}
+		if now.Before(info.TakeoverAt(obj.LastModified, ns.opts.SkewAllowance)) {
 			continue
 		}
 		// The name was listed without a marker; one may have been written
@@ -53,7 +60,7 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, now time.Time, names 
 		case err == nil:
 			swept = append(swept, key)
 			ns.log.Info("removed a lease left by a process that died after finishing its table",
-				"table", name, "owner", info.Owner, "expired_at", info.ExpiresAt)
+				"table", name, "owner", info.Owner, "last_written", obj.LastModified)
 		case errors.Is(err, objstore.ErrPrecondition), errors.Is(err, objstore.ErrNotFound):
 			// taken over or released meanwhile
 		default:

@@ -42,6 +42,7 @@ const (
 	ReasonIO            = "io"
 	ReasonLive          = "live"
 	ReasonNotFound      = "not_found"
+	ReasonNotATable     = "not_a_table"
 )
 
 // Decision is one table's fate in a pass.
@@ -79,8 +80,16 @@ func classify(res lifecycle.PurgeResult, err error) (Action, string, string) {
 		return ActionPurged, ReasonDue, "purged"
 	case errors.As(err, &nd):
 		return ActionSkipped, ReasonNotDue, nd.Error()
+	case errors.Is(err, lock.ErrLost):
+		// Before anything else: work stopped because the lease may be gone
+		// is a failure, whatever the request it cut short said.
+		return ActionFailed, ReasonLeaseLost, err.Error()
 	case errors.Is(err, lifecycle.ErrHeld):
 		return ActionHeld, ReasonHeld, err.Error()
+	case errors.Is(err, lifecycle.ErrPaused):
+		return ActionSkipped, ReasonPaused, err.Error()
+	case errors.Is(err, lifecycle.ErrNotATable):
+		return ActionFailed, ReasonNotATable, err.Error()
 	case errors.Is(err, lifecycle.ErrConflict):
 		return ActionConflict, ReasonConflict, err.Error()
 	case errors.Is(err, lifecycle.ErrLocked):
@@ -93,8 +102,6 @@ func classify(res lifecycle.PurgeResult, err error) (Action, string, string) {
 		return ActionFailed, ReasonInvalidMarker, err.Error()
 	case errors.Is(err, lifecycle.ErrNotPurgeable):
 		return ActionFailed, ReasonFutureMarker, err.Error()
-	case errors.Is(err, lock.ErrLost):
-		return ActionFailed, ReasonLeaseLost, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ActionSkipped, ReasonInterrupted, "interrupted; the marker is kept and the next pass finishes it: " + err.Error()
 	default:

@@ -26,9 +26,10 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// PauseKey is the per-root pause switch: while <root>/_reaper/PAUSE exists,
-// passes purge nothing on that root (status still works).
-const PauseKey = "_reaper/PAUSE"
+// PauseKey is the per-root pause switch: while <root>/_reaper/PAUSE exists
+// (a file, or a folder holding anything), passes purge nothing on that root
+// (status still works). Each purge also re-reads it before every batch.
+const PauseKey = lifecycle.PauseKey
 
 // Worker runs passes. Config, Open and Roots are required.
 type Worker struct {
@@ -173,13 +174,15 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		rr.Err = err
 		return rr
 	}
-	now := p.now()
-	plan, err := ns.PlanPurge(ctx, now, p.w.Tables...)
+	// The plan is judged by the store's clock; this host's clock takes no
+	// part in whether a table is due.
+	plan, err := ns.PlanPurge(ctx, time.Time{}, p.w.Tables...)
 	if err != nil {
 		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
 		log.Error("root skipped", "err", rr.Err)
 		return rr
 	}
+	now := plan.Now
 	rr.Plan = summarize(plan, now)
 	p.obs.RootPlanned(p.rep, rr, plan, now)
 
@@ -200,6 +203,8 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		switch {
 		case s.State == lifecycle.StateUnreadable:
 			reason = ReasonIO
+		case s.State == lifecycle.StateNotATable:
+			reason = ReasonNotATable
 		case s.FutureDated:
 			reason = ReasonFutureMarker
 		}
@@ -214,14 +219,16 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	}
 	var due []lifecycle.TableStatus
 	for _, s := range plan.Due {
-		if s.TTL < cfg.Safety.MinTTL.D() && !cfg.Safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker {
+		// A committed purge is finished whatever the rails said: it passed
+		// them when it committed, and the table is partly gone.
+		if s.TTL < cfg.Safety.MinTTL.D() && !cfg.Safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker && s.Commit == nil {
 			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonShortTTL, Status: s,
 				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; set safety.allow_short_ttl to purge it", s.TTL, cfg.Safety.MinTTL.D())})
 			continue
 		}
 		due = append(due, s)
 	}
-	if paused, why := p.paused(ctx, store); paused {
+	if paused, why := p.paused(ctx, ns); paused {
 		rr.Refused = ReasonPaused
 		log.Warn("root paused: nothing purged", "why", why, "due", len(due))
 		for _, s := range due {
@@ -229,7 +236,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		}
 		return rr
 	}
-	if why := blastRadius(cfg.Safety, len(due), rr.Plan.Tables); why != "" {
+	if why := blastRadius(cfg.Safety, uncommitted(due), rr.Plan.Tables); why != "" {
 		rr.Refused = ReasonBlastRadius
 		log.Error("ROOT REFUSED: blast radius exceeded; nothing purged. Raise safety.blast_radius_* or set safety.confirm_blast_radius for one pass after checking the drops",
 			"due", len(due), "tables", rr.Plan.Tables, "why", why)
@@ -242,28 +249,39 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	if !p.rep.DryRun && ctx.Err() == nil && len(plan.LeaseOnly) > 0 {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.
-		if _, err := ns.SweepStaleLeases(ctx, p.now(), plan.LeaseOnly); err != nil {
+		if _, err := ns.SweepStaleLeases(ctx, plan.LeaseOnly); err != nil {
 			log.Warn("sweep stale leases", "err", err)
 		}
 	}
 	return rr
 }
 
-// paused reports the config switch or the root's PAUSE object. An error
-// reading it pauses too: fail closed.
-func (p *pass) paused(ctx context.Context, store objstore.Store) (bool, string) {
+// paused reports the config switch or the root's PAUSE object (file or
+// folder form). An error reading it pauses too: fail closed.
+func (p *pass) paused(ctx context.Context, ns *lifecycle.Namespace) (bool, string) {
 	if p.w.Config.Paused {
 		return true, "paused by configuration (paused: true / REAPER_PAUSED / --paused)"
 	}
-	_, err := store.Head(ctx, PauseKey)
+	why, err := ns.Paused(ctx)
 	switch {
-	case err == nil:
-		return true, "paused by " + PauseKey + " in the root; delete it to resume"
-	case errors.Is(err, objstore.ErrNotFound):
-		return false, ""
-	default:
+	case err != nil:
 		return true, "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
+	case why != "":
+		return true, why
 	}
+	return false, ""
+}
+
+// uncommitted counts the due tables whose purge has not committed yet:
+// the blast radius guards decisions still to be taken.
+func uncommitted(due []lifecycle.TableStatus) int {
+	n := 0
+	for _, s := range due {
+		if s.Commit == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // blastRadius returns why a root must be refused, or "".

@@ -28,10 +28,12 @@ func TestMain(m *testing.M) { objstoretest.Main(m) }
 
 const day = 24 * time.Hour
 
-// fixture is a set of roots with a controllable clock.
+// fixture is a set of roots with a controllable clock: the stores' clocks
+// (objstoretest.ClockStore) and the worker's move together.
 type fixture struct {
 	t      *testing.T
 	stores map[string]objstore.Store
+	clocks []*objstoretest.ClockStore
 	uris   []string
 	now    time.Time
 	rec    *recorder
@@ -50,7 +52,9 @@ func newFixture(t *testing.T, backend string, roots int) *fixture {
 			s, err = all.Open(context.Background(), srv.URI(fmt.Sprintf("tenants/t%d", i)), srv.Options())
 		}
 		require.NoError(t, err)
-		f.stores[s.URI()] = s
+		cs := objstoretest.NewClockStore(s)
+		f.stores[s.URI()] = cs
+		f.clocks = append(f.clocks, cs)
 		f.uris = append(f.uris, s.URI())
 	}
 	sort.Strings(f.uris)
@@ -58,6 +62,14 @@ func newFixture(t *testing.T, backend string, roots int) *fixture {
 }
 
 func (f *fixture) store(i int) objstore.Store { return f.stores[f.uris[i]] }
+
+// at moves every store's clock to at after the fixture's start (never
+// back).
+func (f *fixture) at(at time.Duration) {
+	for _, s := range f.clocks {
+		s.Advance(at - s.Offset())
+	}
+}
 
 // table writes a Lance-layout table; dropped > 0 writes a marker dated that
 // long ago with ttl.
@@ -82,6 +94,7 @@ func (f *fixture) table(root int, name string, files int, droppedAgo, ttl time.D
 }
 
 func (f *fixture) worker(cfg config.Config, at time.Duration) *Worker {
+	f.at(at)
 	var roots []config.Root
 	for _, u := range f.uris {
 		roots = append(roots, config.Root{URI: u})

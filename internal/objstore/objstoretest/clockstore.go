@@ -42,6 +42,9 @@ func NewClockStore(s objstore.Store) *ClockStore {
 	return &ClockStore{Store: s, written: map[string]stamp{}}
 }
 
+// Unwrap returns the wrapped store.
+func (c *ClockStore) Unwrap() objstore.Store { return c.Store }
+
 // Advance moves the store's clock forward by d (d < 0 is ignored).
 func (c *ClockStore) Advance(d time.Duration) {
 	if d <= 0 {

@@ -15,6 +15,9 @@ type FailKeys struct {
 	Fail map[string]error
 }
 
+// Unwrap returns the wrapped store.
+func (f *FailKeys) Unwrap() objstore.Store { return f.Store }
+
 // Get fails for a listed key.
 func (f *FailKeys) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
 	if err := f.Fail[key]; err != nil {

@@ -1,0 +1,138 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// This file owns what a purge re-checks against the store immediately
+// before its first delete and before each delete batch: its lease (read
+// back, not only in memory), the marker (unchanged ETag), the legal hold
+// (absent), the root's PAUSE switch (absent, file or folder form) and its own
+// commit (unchanged). Anything else stops the purge before the batch: a
+// revive, a hold or a PAUSE placed mid-purge costs at most the batches
+// already sent. The five reads go out together; each is one request.
+
+// ErrPaused: the root's PAUSE switch is on; nothing is purged.
+var ErrPaused = errors.New("paused")
+
+// guard re-checks one table under its lease.
+type guard struct {
+	ns         *Namespace
+	name       string
+	lease      *lock.Lease
+	markerETag string
+	// commitETag is the purge commit's ETag once written ("" before).
+	commitETag string
+}
+
+// check runs every re-check; the first failure in order of precedence (a
+// lost lease, a hold, a pause, a changed marker or commit, a read error)
+// is returned.
+func (g *guard) check(ctx context.Context) error {
+	var (
+		wg                                       sync.WaitGroup
+		leaseErr, holdErr, pauseErr, markErr, io error
+		mu                                       sync.Mutex
+	)
+	fail := func(dst *error, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if *dst == nil {
+			*dst = err
+		}
+	}
+	wg.Go(func() {
+		if err := g.lease.Verify(ctx); err != nil {
+			if errors.Is(err, lock.ErrLost) {
+				fail(&leaseErr, err)
+			} else {
+				fail(&io, err)
+			}
+		}
+	})
+	wg.Go(func() {
+		h, err := g.ns.readHold(ctx, g.name)
+		switch {
+		case err != nil:
+			fail(&io, err)
+		case h != nil:
+			fail(&holdErr, heldError(g.name, h))
+		}
+	})
+	wg.Go(func() {
+		why, err := g.ns.Paused(ctx)
+		switch {
+		case err != nil:
+			fail(&io, fmt.Errorf("%w: cannot read %s (%w); treated as paused", ErrPaused, PauseKey, err))
+		case why != "":
+			fail(&pauseErr, fmt.Errorf("purge %q: %w: %s", g.name, ErrPaused, why))
+		}
+	})
+	wg.Go(func() {
+		if err := g.same(ctx, MarkerKey(g.name), g.markerETag, "marker"); err != nil {
+			fail(&markErr, err)
+		}
+	})
+	if g.commitETag != "" {
+		wg.Go(func() {
+			if err := g.same(ctx, CommitKey(g.name), g.commitETag, "purge commit"); err != nil {
+				fail(&markErr, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range []error{leaseErr, holdErr, pauseErr, markErr, io} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// same requires key to be the version read under the lease.
+func (g *guard) same(ctx context.Context, key, etag, what string) error {
+	obj, err := g.ns.store.Head(ctx, key)
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		return &ConflictError{Name: g.name, Reason: fmt.Sprintf("the %s %s vanished during the purge (removed outside reaper's lease); it stopped before its next delete", what, key)}
+	case err != nil:
+		return fmt.Errorf("purge %q: re-check %s: %w", g.name, key, err)
+	case obj.ETag != etag:
+		return &ConflictError{Name: g.name, Reason: fmt.Sprintf("the %s %s changed during the purge (written outside reaper's lease); it stopped before its next delete", what, key)}
+	}
+	return nil
+}
+
+// Paused reports why the root's pause switch is on ("" when it is off): an
+// object named _reaper/PAUSE, or a folder _reaper/PAUSE/ holding anything
+// (an S3 console folder is an object "_reaper/PAUSE/"; on a local disk a
+// directory, even an empty one). It costs one listing.
+func (ns *Namespace) Paused(ctx context.Context) (string, error) {
+	var why string
+	err := ns.store.List(ctx, PauseKey, func(p objstore.Page) error {
+		for _, o := range p.Objects {
+			if o.Key == PauseKey || strings.HasPrefix(o.Key, PauseKey+"/") {
+				why = "paused by " + PauseKey + " in the root; delete it to resume"
+				return errStop
+			}
+		}
+		for _, pre := range p.Prefixes {
+			if pre == PauseKey+"/" {
+				why = "paused by the folder " + PauseKey + "/ in the root; delete it to resume"
+				return errStop
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return "", fmt.Errorf("read %s: %w", PauseKey, err)
+	}
+	return why, nil
+}
