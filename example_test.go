@@ -38,13 +38,13 @@ func Example() {
 	root := demoRoot("events", "users")
 	defer os.RemoveAll(root)
 
-	// A clock we control, so the example can jump past the TTL.
-	now := time.Now()
-	ns, err := reaper.Open(ctx, root, reaper.Options{Now: func() time.Time { return now }})
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
 	if err != nil {
 		panic(err)
 	}
-	if _, err := ns.Drop(ctx, "events", time.Hour); err != nil {
+	// A TTL of 50ms, so the example can watch it pass. Due-ness is judged
+	// by the store's clock (here the kernel's, which stamps the marker).
+	if _, err := ns.Drop(ctx, "events", 50*time.Millisecond); err != nil {
 		panic(err)
 	}
 	st, _ := ns.Status(ctx, "events", "users")
@@ -53,9 +53,10 @@ func Example() {
 	}
 
 	_, err = ns.Purge(ctx, "events", reaper.PurgeOptions{})
-	fmt.Println("too early:", errors.Is(err, reaper.ErrNotPurgeable))
+	var nd *reaper.NotDueError
+	fmt.Println("too early:", errors.Is(err, reaper.ErrNotPurgeable), errors.As(err, &nd))
 
-	now = now.Add(time.Hour)
+	time.Sleep(time.Until(nd.PurgeAfter)) // the TTL passes
 	res, err := ns.Purge(ctx, "events", reaper.PurgeOptions{})
 	if err != nil {
 		panic(err)
@@ -66,7 +67,7 @@ func Example() {
 	// Output:
 	// events soft_deleted
 	// users exists
-	// too early: true
+	// too early: true true
 	// purged 2 objects
 	// events not_found
 }
@@ -99,10 +100,13 @@ func ExampleNamespace_ListPurgeable() {
 	root := demoRoot("a", "b", "c")
 	defer os.RemoveAll(root)
 	ns, _ := reaper.Open(ctx, root, reaper.Options{})
-	_, _ = ns.Drop(ctx, "a", time.Hour)
+	a, _ := ns.Drop(ctx, "a", 50*time.Millisecond)
 	_, _ = ns.Drop(ctx, "b", 30*24*time.Hour)
 
-	due, err := ns.ListPurgeable(ctx, time.Now().Add(2*time.Hour))
+	// Due-ness is judged by the store's clock; a later now cannot make a
+	// table due early (it can only make the list stricter).
+	time.Sleep(time.Until(time.UnixMilli(a.DeletedAtMs + a.TTLMs + 50)))
+	due, err := ns.ListPurgeable(ctx, time.Time{})
 	if err != nil {
 		panic(err)
 	}

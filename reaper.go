@@ -25,8 +25,8 @@ import (
 type (
 	// TableStatus is one name of a root with its state.
 	TableStatus = lifecycle.TableStatus
-	// State is exists, soft_deleted, purging, orphan_marker, invalid_marker
-	// or not_found.
+	// State is exists, soft_deleted, purging, partially_purged,
+	// orphan_marker, invalid_marker, unreadable, not_a_table or not_found.
 	State = lifecycle.State
 	// Marker is a parsed <name>.deleted marker.
 	Marker = lifecycle.Marker
@@ -57,13 +57,15 @@ func ValidateName(name string) error { return lifecycle.ValidateName(name) }
 
 // States.
 const (
-	StateExists        = lifecycle.StateExists
-	StateSoftDeleted   = lifecycle.StateSoftDeleted
-	StatePurging       = lifecycle.StatePurging
-	StateOrphanMarker  = lifecycle.StateOrphanMarker
-	StateInvalidMarker = lifecycle.StateInvalidMarker
-	StateUnreadable    = lifecycle.StateUnreadable
-	StateNotFound      = lifecycle.StateNotFound
+	StateExists          = lifecycle.StateExists
+	StateSoftDeleted     = lifecycle.StateSoftDeleted
+	StatePurging         = lifecycle.StatePurging
+	StatePartiallyPurged = lifecycle.StatePartiallyPurged
+	StateNotATable       = lifecycle.StateNotATable
+	StateOrphanMarker    = lifecycle.StateOrphanMarker
+	StateInvalidMarker   = lifecycle.StateInvalidMarker
+	StateUnreadable      = lifecycle.StateUnreadable
+	StateNotFound        = lifecycle.StateNotFound
 )
 
 // Outcomes.
@@ -85,6 +87,13 @@ var (
 	ErrInvalidName    = lifecycle.ErrInvalidName
 	ErrLocked         = lifecycle.ErrLocked
 	ErrHeld           = lifecycle.ErrHeld
+	// ErrPartiallyPurged: revive of a table whose purge committed.
+	ErrPartiallyPurged = lifecycle.ErrPartiallyPurged
+	// ErrNotATable: <name>.lance is a symbolic link or a file.
+	ErrNotATable = lifecycle.ErrNotATable
+	// ErrLeaseLost: the work stopped because its lease was, or may have
+	// been, lost (a pause longer than the lease, a takeover).
+	ErrLeaseLost = lock.ErrLost
 )
 
 // Defaults.
@@ -108,7 +117,8 @@ type Options struct {
 	Owner string
 	// Logger for structured logs (slog.Default() when nil).
 	Logger *slog.Logger
-	// Now is the clock (time.Now when nil); tests set it.
+	// Now is this host's clock for logs (time.Now when nil). It decides
+	// nothing: due-ness and lease takeovers read the store's clock.
 	Now func() time.Time
 }
 
@@ -169,12 +179,21 @@ func (n *Namespace) List(ctx context.Context) ([]TableStatus, error) {
 	return n.ns.List(ctx)
 }
 
-// ListPurgeable returns soft-deleted tables due at now, oldest first.
+// StoreNow reads the store's clock: the one that stamps the markers and by
+// which tables become due (a TableStatus's Due takes it).
+func (n *Namespace) StoreNow(ctx context.Context) (time.Time, error) {
+	return n.ns.Store().Now(ctx)
+}
+
+// ListPurgeable returns the soft-deleted tables due by the store's clock,
+// oldest first. A non-zero now earlier than the store's clock judges at now
+// instead: it can make the list stricter, never purge earlier.
 func (n *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableStatus, error) {
 	return n.ns.ListPurgeable(ctx, now)
 }
 
-// PlanPurge classifies every marker at now (limited to names when given).
+// PlanPurge classifies every marker by the store's clock, or at now when
+// that is earlier (limited to names when given).
 func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
 	return n.ns.PlanPurge(ctx, now, names...)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
 // auditFixture writes two passes to a ledger in a temp dir: yesterday's,
@@ -50,7 +51,7 @@ func auditFixture(t *testing.T) (dir string, now time.Time) {
 
 func auditOpts(dir string, now time.Time) auditOptions {
 	g := quiet()
-	g.Now = at(now)
+	g.setClock(objstoretest.NewClock(), now)
 	return auditOptions{globalOptions: g, Location: dir, Output: formatTable}
 }
 
@@ -120,7 +121,7 @@ func TestAuditFlags(t *testing.T) {
 	dir, now := auditFixture(t)
 	run := func(args ...string) (string, error) {
 		g := quiet()
-		g.Now = at(now)
+		g.setClock(objstoretest.NewClock(), now)
 		var out bytes.Buffer
 		cmd := newAuditCmd(&g, &out)
 		cmd.SetArgs(args)

@@ -43,8 +43,9 @@ func newDemoCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 		Use:   "demo [--dir DIR]",
 		Short: "Seed a demo database and run one purge pass over it",
 		Long: `Seed a small demo database root under DIR/db in Lance's directory layout:
-live tables, soft-deleted tables past their TTL, one soft-deleted table not
-due yet and one orphan marker. Then show its status, run one purge pass
+live tables, soft-deleted tables with a 2s TTL, one soft-deleted table not
+due yet and one orphan marker. Wait the 2 seconds (due-ness is judged by
+the store's clock), then show its status, run one purge pass
 (the same code as 'reaper purge'), explain what was reclaimed and what was
 kept and why, and show the status again.
 
@@ -73,22 +74,28 @@ type demoTable struct {
 	// a drop means an orphan marker.
 	versions, fragments int
 	index, deletions    bool
-	// droppedAgo > 0 writes a marker dated that long ago with ttl.
-	droppedAgo, ttl time.Duration
-	story           string
+	// ttl > 0 drops the table with that TTL.
+	ttl   time.Duration
+	story string
 }
+
+// demoTTL is the TTL of the demo's due tables: a real one is hours or days,
+// but a table becomes due only once its marker is a TTL old by the store's
+// clock (here the kernel's, which stamps the marker), so the demo drops
+// them with a TTL it can wait out.
+const demoTTL = 2 * time.Second
 
 var demoTables = []demoTable{
 	{name: "customers", versions: 3, fragments: 2, index: true, story: "live table"},
 	{name: "orders", versions: 2, fragments: 3, deletions: true, story: "live table"},
-	{name: "events.2024", versions: 4, fragments: 3, deletions: true, droppedAgo: 10 * 24 * time.Hour, ttl: 7 * 24 * time.Hour,
-		story: "dropped 10 days ago with a 7d TTL"},
-	{name: "clickstream_raw", versions: 2, fragments: 4, index: true, droppedAgo: 10 * 24 * time.Hour, ttl: 7 * 24 * time.Hour,
-		story: "dropped 10 days ago with a 7d TTL"},
-	{name: "staging_import", versions: 1, fragments: 1, droppedAgo: 24 * time.Hour, ttl: 7 * 24 * time.Hour,
-		story: "dropped 1 day ago with a 7d TTL"},
-	{name: "old_experiments", droppedAgo: 20 * 24 * time.Hour, ttl: 7 * 24 * time.Hour,
-		story: "marker left behind after its data was deleted"},
+	{name: "events.2024", versions: 4, fragments: 3, deletions: true, ttl: demoTTL,
+		story: "dropped with a 2s TTL"},
+	{name: "clickstream_raw", versions: 2, fragments: 4, index: true, ttl: demoTTL,
+		story: "dropped with a 2s TTL"},
+	{name: "staging_import", versions: 1, fragments: 1, ttl: 7 * 24 * time.Hour,
+		story: "dropped with a 7d TTL"},
+	{name: "old_experiments", ttl: demoTTL,
+		story: "marker left behind after its data was deleted (2s TTL)"},
 }
 
 // runDemo seeds the demo root, shows it, purges it once and shows it again.
@@ -98,18 +105,28 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		return err
 	}
 	root := filepath.Join(dir, demoDB)
-	now := o.now()
-	if err := seedDemo(root, now); err != nil {
+	if err := seedDemo(root, o.now()); err != nil {
 		return fmt.Errorf("seed demo database %s: %w", root, err)
 	}
 	ns, _, err := storeOptions{globalOptions: o.globalOptions, Root: root}.open(ctx)
 	if err != nil {
 		return err
 	}
+	if err := dropDemo(ctx, ns, root); err != nil {
+		return fmt.Errorf("drop the demo tables in %s: %w", root, err)
+	}
 	p := &demoPrinter{w: stdout, root: root}
 	p.intro()
+	fmt.Fprintf(stdout, "\nWaiting %s for the demo TTLs to pass by the store's clock...\n", demoTTL)
+	if err := waitDemoDue(ctx, ns); err != nil {
+		return err
+	}
 
 	before, err := ns.List(ctx)
+	if err != nil {
+		return err
+	}
+	now, err := ns.StoreNow(ctx)
 	if err != nil {
 		return err
 	}
@@ -118,8 +135,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		return err
 	}
 
-	p.step(2, "one purge pass: reclaim every soft-deleted table whose TTL has passed", "reaper purge --root "+root)
-	rt, err := newRuntime(ctx, storeOptions{globalOptions: o.globalOptions, Root: root}, passFlags{})
+	p.step(2, "one purge pass: reclaim every soft-deleted table whose TTL has passed", "reaper purge --allow-short-ttl --root "+root)
+	rt, err := newRuntime(ctx, storeOptions{globalOptions: o.globalOptions, Root: root}, passFlags{AllowShortTTL: true})
 	if err != nil {
 		return err
 	}
@@ -141,7 +158,10 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		return err
 	}
 	p.step(4, "the root after the purge", "reaper status --root "+root)
-	if err := renderStatusTable(stdout, after, o.now()); err != nil {
+	if now, err = ns.StoreNow(ctx); err != nil {
+		return err
+	}
+	if err := renderStatusTable(stdout, after, now); err != nil {
 		return err
 	}
 	p.outro()
@@ -184,27 +204,64 @@ func prepareDemoDir(dir string) (string, error) {
 	return abs, nil
 }
 
-// seedDemo writes the demo tables under root, in Lance's directory layout.
-// Files of dropped tables are dated before the drop, as they would be, so
-// the purge's identity fence passes.
+// seedDemo writes the demo tables under root, in Lance's directory layout,
+// their files dated an hour ago.
 func seedDemo(root string, now time.Time) error {
 	for _, t := range demoTables {
-		written := now.Add(-time.Hour)
-		if t.droppedAgo > 0 {
-			written = now.Add(-t.droppedAgo - 2*time.Hour)
-		}
 		files := lanceTableFiles(t.versions, t.fragments, t.index, t.deletions)
-		if err := writeLocalTable(root, t.name, files, written); err != nil {
+		if err := writeLocalTable(root, t.name, files, now.Add(-time.Hour)); err != nil {
 			return err
 		}
-		if t.droppedAgo > 0 {
-			deletedAt := now.Add(-t.droppedAgo)
-			if err := writeLocalFile(filepath.Join(root, t.name+".deleted"), markerBody(deletedAt, t.ttl), deletedAt); err != nil {
+	}
+	return nil
+}
+
+// dropDemo drops the demo's dropped tables as 'reaper drop' does, and
+// leaves the orphan marker of a table whose data is gone.
+func dropDemo(ctx context.Context, ns *reaper.Namespace, root string) error {
+	for _, t := range demoTables {
+		switch {
+		case t.ttl == 0:
+		case t.fragments == 0:
+			if err := writeLocalFile(filepath.Join(root, t.name+".deleted"), markerBody(time.Now(), t.ttl), time.Now()); err != nil {
+				return err
+			}
+		default:
+			if _, err := ns.Drop(ctx, t.name, t.ttl); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// waitDemoDue waits until every table dropped with demoTTL is due by the
+// store's clock.
+func waitDemoDue(ctx context.Context, ns *reaper.Namespace) error {
+	for {
+		all, err := ns.List(ctx)
+		if err != nil {
+			return err
+		}
+		now, err := ns.StoreNow(ctx)
+		if err != nil {
+			return err
+		}
+		var wait time.Duration
+		for _, s := range all {
+			if s.Marker != nil && s.TTL <= demoTTL && !s.Due(now) {
+				wait = max(wait, s.PurgeAfter.Sub(now))
+			}
+		}
+		if wait <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait + 10*time.Millisecond):
+		}
+	}
 }
 
 // markerBody is the marker Lance writes on drop_table.
@@ -285,7 +342,9 @@ func (p *demoPrinter) intro() {
 Each table is a directory <name>.lance/ (manifests in _versions/, data in
 data/, plus _transactions/, _deletions/, _indices/). Dropping a table the
 Lance soft-delete way writes a sibling marker <name>.deleted holding
-{"deleted_at_ms":...,"ttl_ms":...}; the data stays until the TTL passes.
+{"deleted_at_ms":...,"ttl_ms":...}; the data stays until the TTL passes by
+the store's clock. (The demo's TTLs are seconds so it can wait them out; a
+purge refuses TTLs under safety.min_ttl, 1h, unless --allow-short-ttl.)
 
 The demo root holds:
 `, p.root)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestDropThenStatusJSON(t *testing.T) {
 		b.writeTable(t, "orders", t0.Add(-time.Hour))
 		b.writeTable(t, "live", t0.Add(-time.Hour))
 		o := b.opts
-		o.Now = at(t0)
+		o.setClock(b.clock, t0)
 
 		var out bytes.Buffer
 		err := runDrop(ctx, dropOptions{storeOptions: o, TTL: 36 * time.Hour, Names: []string{"orders"}}, &out)
@@ -25,6 +26,18 @@ func TestDropThenStatusJSON(t *testing.T) {
 		require.Contains(t, out.String(), "orders: dropped (soft-deleted): ttl 1d12h")
 
 		ttl := (36 * time.Hour).Milliseconds()
+		// deleted_at_ms is the store's clock at the drop; the table is due
+		// once it and the marker's LastModified (the store's too) are a TTL
+		// old.
+		var m struct {
+			DeletedAtMs int64 `json:"deleted_at_ms"`
+		}
+		body, _ := b.get(t, "orders.deleted")
+		require.NoError(t, json.Unmarshal(body, &m))
+		require.InDelta(t, t0.UnixMilli(), m.DeletedAtMs, 2000)
+		var st struct {
+			PurgeAfterMs int64 `json:"purge_after_ms"`
+		}
 		tests := []struct {
 			name string
 			now  time.Time
@@ -37,14 +50,20 @@ func TestDropThenStatusJSON(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				out.Reset()
 				so := statusOptions{storeOptions: o, Output: "json", Names: []string{"orders", "live", "nope"}}
-				so.Now = at(tc.now)
+				so.setClock(b.clock, tc.now)
 				require.NoError(t, runStatus(ctx, so, &out))
+				var got []json.RawMessage
+				require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+				require.Len(t, got, 3)
+				require.NoError(t, json.Unmarshal(got[2], &st))
+				require.GreaterOrEqual(t, st.PurgeAfterMs, m.DeletedAtMs+ttl)
+				require.InDelta(t, m.DeletedAtMs+ttl, st.PurgeAfterMs, 2000)
 				nulls := `"deleted_at_ms":null,"ttl_ms":null,"purge_after_ms":null,"due":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null`
 				want := fmt.Sprintf(`[
 				{"name":"live","state":"exists",%s},
 				{"name":"nope","state":"not_found",%s},
 				{"name":"orders","state":"soft_deleted","deleted_at_ms":%d,"ttl_ms":%d,"purge_after_ms":%d,"due":%t,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null}
-			]`, nulls, nulls, t0.UnixMilli(), ttl, t0.UnixMilli()+ttl, tc.due)
+			]`, nulls, nulls, m.DeletedAtMs, ttl, st.PurgeAfterMs, tc.due)
 				require.JSONEq(t, want, out.String())
 			})
 		}
@@ -54,7 +73,7 @@ func TestDropThenStatusJSON(t *testing.T) {
 			require.True(t, ok)
 			out.Reset()
 			o2 := o
-			o2.Now = at(t0.Add(time.Hour))
+			o2.setClock(b.clock, t0.Add(time.Hour))
 			err := runDrop(ctx, dropOptions{storeOptions: o2, Names: []string{"orders"}}, &out)
 			require.Error(t, err)
 			require.Equal(t, exitFailed, exitCode(err), "got %v", err)
@@ -82,14 +101,20 @@ func TestDropDefaultTTL(t *testing.T) {
 	b.writeTable(t, "a", t0.Add(-time.Hour))
 	b.writeTable(t, "b", t0.Add(-time.Hour))
 	o := b.opts
-	o.Now = at(t0)
+	o.setClock(b.clock, t0)
 	var out bytes.Buffer
 	require.NoError(t, runDrop(context.Background(), dropOptions{storeOptions: o, Names: []string{"a"}}, &out))
 	body, _ := b.get(t, "a.deleted")
-	require.Equal(t, fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":%d}`, t0.UnixMilli(), (7*24*time.Hour).Milliseconds()), string(body))
+	// deleted_at_ms is the store's clock: this host's, for a local root.
+	require.Regexp(t, fmt.Sprintf(`^\{"deleted_at_ms":\d+,"ttl_ms":%d\}$`, (7*24*time.Hour).Milliseconds()), string(body))
+	var m struct {
+		DeletedAtMs int64 `json:"deleted_at_ms"`
+	}
+	require.NoError(t, json.Unmarshal(body, &m))
+	require.InDelta(t, t0.UnixMilli(), m.DeletedAtMs, 2000)
 
 	o.DefaultTTL = time.Hour
 	require.NoError(t, runDrop(context.Background(), dropOptions{storeOptions: o, Names: []string{"b"}}, &out))
 	body, _ = b.get(t, "b.deleted")
-	require.Equal(t, fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":%d}`, t0.UnixMilli(), time.Hour.Milliseconds()), string(body))
+	require.Regexp(t, fmt.Sprintf(`^\{"deleted_at_ms":\d+,"ttl_ms":%d\}$`, time.Hour.Milliseconds()), string(body))
 }

@@ -32,7 +32,9 @@ func newHoldCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 		Long: `Place a legal hold on each named table by writing <name>.reaper-hold
 beside it. While the hold exists no purge deletes the table, whatever its
 TTL; status shows it and purge reports it as held. An existing hold is kept
-as it is. Lift it with 'reaper release'.
+as it is. Lift it with 'reaper release'. A purge re-reads the hold before each
+batch of deletes: a hold placed while a purge runs stops it before its next
+batch (the command says so), and a partially purged table stays as it is.
 
 Exit status: 0 when every name was held, 1 when any failed, 2 on usage errors.`,
 		Args: requireNames,
@@ -57,8 +59,10 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 		return err
 	}
 	return eachName(stdout, "hold", o.Names, func(name string) (string, error) {
-		_, err := ns.PlaceHold(ctx, name, o.Reason)
-		return fmt.Sprintf("held (%s): no purge deletes it until 'reaper release'", o.Reason), err
+		if _, err := ns.PlaceHold(ctx, name, o.Reason); err != nil {
+			return "", err
+		}
+		return holdMessage(ctx, ns, name, o.Reason), nil
 	}, func(name string, err error) string {
 		return "not held: " + err.Error() + notFoundHint(name, err)
 	})
@@ -100,6 +104,24 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 	return eachName(stdout, "release", o.Names, func(name string) (string, error) {
 		return "hold released", ns.ReleaseHold(ctx, name)
 	}, func(_ string, err error) string { return "not released: " + err.Error() })
+}
+
+// holdMessage says what the hold means now, truthfully: a purge already
+// deleting the table stops before its next batch (it re-reads the hold
+// before each one), but what it deleted is gone.
+func holdMessage(ctx context.Context, ns *reaper.Namespace, name, reason string) string {
+	msg := fmt.Sprintf("held (%s): no purge deletes anything more of it until 'reaper release'", reason)
+	st, err := ns.Status(ctx, name)
+	if err != nil || len(st) != 1 {
+		return msg
+	}
+	switch st[0].State {
+	case reaper.StatePurging:
+		return msg + "; a purge holds its lease now: it stops before its next batch of deletes, and a batch already sent still lands"
+	case reaper.StatePartiallyPurged:
+		return msg + "; a purge already deleted part of it (partially purged): what is left is kept"
+	}
+	return msg
 }
 
 func notFoundHint(name string, err error) string {

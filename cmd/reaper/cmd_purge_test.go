@@ -28,29 +28,34 @@ type purgeFixture struct {
 
 func newPurgeFixture(t *testing.T) purgeFixture {
 	b := localBackend(t)
-	now := time.UnixMilli(time.Now().UnixMilli())
+	// Everything is written now (t0) by the store's clock; the pass runs at
+	// now = t0 + 10 days (the store's clock moved forward, see setClock).
+	// A marker is due once deleted_at + ttl and its LastModified (t0) + ttl
+	// have passed.
+	t0 := time.UnixMilli(time.Now().UnixMilli())
+	now := t0.Add(10 * day)
 	f := purgeFixture{b: b, now: now, sizes: map[string][2]int64{}}
 	drop := func(name string, ago, ttl time.Duration, filesAt time.Time) {
 		objs, size := b.writeTable(t, name, filesAt)
 		f.sizes[name] = [2]int64{objs, size}
-		b.writeMarker(t, name, markerBody(now.Add(-ago), ttl), now.Add(-ago))
+		b.writeMarker(t, name, markerBody(now.Add(-ago), ttl), t0)
 	}
-	drop("due", 10*day, 7*day, now.Add(-10*day-time.Hour))
-	drop("older.v2", 12*day, 7*day, now.Add(-12*day-time.Hour))
-	drop("notdue", day, 7*day, now.Add(-2*day))
-	drop("conflict", 10*day, 7*day, now) // written after its drop: a reviving writer
-	b.writeTable(t, "garbage", now.Add(-20*day))
-	b.writeMarker(t, "garbage", []byte("garbage"), now.Add(-10*day))
-	b.writeTable(t, "negative", now.Add(-20*day))
-	b.writeMarker(t, "negative", []byte(`{"deleted_at_ms":-5,"ttl_ms":1}`), now.Add(-10*day))
-	b.writeMarker(t, "orphan", markerBody(now.Add(-20*day), 7*day), now.Add(-20*day))
-	b.writeTable(t, "live", now.Add(-time.Hour))
+	drop("due", 10*day, 7*day, t0.Add(-time.Hour))         // due 3 days before the pass
+	drop("older.v2", 10*day, 5*day, t0.Add(-time.Hour))    // due 5 days before
+	drop("notdue", day, 7*day, t0.Add(-time.Hour))         // due 6 days after
+	drop("conflict", 10*day, 7*day, now.Add(-time.Minute)) // written after its drop: a reviving writer
+	b.writeTable(t, "garbage", t0.Add(-time.Hour))
+	b.writeMarker(t, "garbage", []byte("garbage"), t0)
+	b.writeTable(t, "negative", t0.Add(-time.Hour))
+	b.writeMarker(t, "negative", []byte(`{"deleted_at_ms":-5,"ttl_ms":1}`), t0)
+	b.writeMarker(t, "orphan", markerBody(now.Add(-20*day), 3*day), t0) // due 7 days before
+	b.writeTable(t, "live", t0.Add(-time.Hour))
 	return f
 }
 
 func (f purgeFixture) opts(dryRun bool, names ...string) purgeOptions {
 	o := purgeOptions{storeOptions: f.b.opts, DryRun: dryRun, Output: "json", Names: names}
-	o.Now = at(f.now)
+	o.setClock(f.b.clock, f.now)
 	return o
 }
 
@@ -93,7 +98,7 @@ func TestPurgeJSON(t *testing.T) {
 			} else {
 				require.NotContains(t, top, "dry_run")
 			}
-			// Oldest purge_after first: orphan (13d ago), older.v2 (5d), due (3d).
+			// Oldest purge_after first: orphan (7d ago), older.v2 (5d), due (3d).
 			require.Equal(t, []purgedJSON{
 				{Name: "orphan", Objects: 0, Bytes: 0},
 				{Name: "older.v2", Objects: f.sizes["older.v2"][0], Bytes: f.sizes["older.v2"][1]},
@@ -196,13 +201,13 @@ func TestPurgeAfterDrop(t *testing.T) {
 		b.writeTable(t, "bad", t0.Add(-time.Hour))
 		b.writeMarker(t, "bad", []byte(`{"deleted_at_ms":"yesterday"}`), t0)
 		o := b.opts
-		o.Now = at(t0)
+		o.setClock(b.clock, t0)
 		var out bytes.Buffer
 		require.NoError(t, runDrop(ctx, dropOptions{storeOptions: o, Names: []string{"events.2024"}}, &out))
 		require.NoError(t, runDrop(ctx, dropOptions{storeOptions: o, TTL: 30 * day, Names: []string{"keep"}}, &out))
 
 		later := o
-		later.Now = at(t0.Add(8 * day))
+		later.setClock(b.clock, t0.Add(8*day))
 		for _, dry := range []bool{true, false} {
 			out.Reset()
 			err := runPurge(ctx, purgeOptions{storeOptions: later, DryRun: dry, Output: "json"}, &out)
@@ -235,8 +240,10 @@ func TestPurgeAfterDrop(t *testing.T) {
 func TestPurgeSkipsLocked(t *testing.T) {
 	f := newPurgeFixture(t)
 	ctx := context.Background()
-	store, err := local.Open(f.b.opts.Root)
+	ls, err := local.Open(f.b.opts.Root)
 	require.NoError(t, err)
+	f.b.clock.AdvanceTo(f.now) // the lease is taken when the pass runs
+	store := f.b.clock.Wrap(ls)
 	lease, err := (&lock.Locker{Store: store, Owner: "other-host/42", TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}).
 		Acquire(ctx, "due.reaper-lock")
 	require.NoError(t, err)
@@ -251,7 +258,7 @@ func TestPurgeSkipsLocked(t *testing.T) {
 
 	out.Reset()
 	so := statusOptions{storeOptions: f.b.opts, Names: []string{"due"}}
-	so.Now = at(f.now)
+	so.setClock(f.b.clock, f.now)
 	require.NoError(t, runStatus(ctx, so, &out))
 	require.Contains(t, out.String(), "purging")
 	require.Contains(t, out.String(), "lease held by other-host/42")

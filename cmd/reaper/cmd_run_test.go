@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/scheduler"
 )
 
@@ -53,7 +54,7 @@ func metricValue(t *testing.T, rt *runtime, name string, labels map[string]strin
 func TestMetricsAfterAPass(t *testing.T) {
 	f := newPurgeFixture(t)
 	o := f.b.opts
-	o.Now = at(f.now)
+	o.setClock(f.b.clock, f.now)
 	rt, err := newRuntime(context.Background(), o, passFlags{})
 	require.NoError(t, err)
 	defer rt.close()
@@ -101,7 +102,7 @@ func TestMetricsAfterAPass(t *testing.T) {
 func TestDaemonRunsScheduledPassesAndShutsDown(t *testing.T) {
 	f := newPurgeFixture(t)
 	o := runOptions{storeOptions: f.b.opts}
-	o.Now = at(f.now)
+	o.setClock(f.b.clock, f.now)
 	o.Sets = []string{"listen=127.0.0.1:0", "schedule=@every 10m", "shutdown_grace=5s"}
 	clock := scheduler.NewFakeClock(time.Now())
 	o.clock = clock
@@ -174,7 +175,7 @@ func TestPurgeWritesTheAuditLedger(t *testing.T) {
 
 	out.Reset()
 	ao := auditOptions{globalOptions: quiet(), Location: ledgerDir, Output: "json", Since: 1000 * 24 * time.Hour}
-	ao.Now = at(f.now.Add(time.Minute))
+	ao.setClock(f.b.clock, f.now.Add(time.Minute))
 	require.NoError(t, runAudit(context.Background(), ao, &out))
 	var rows []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out.String()), &rows), out.String())
@@ -196,10 +197,11 @@ func TestShardFlagSplitsRoots(t *testing.T) {
 	for i := range 6 {
 		b := localBackend(t)
 		b.writeTable(t, "t", time.Now().Add(-30*day))
-		b.writeMarker(t, "t", markerBody(time.Now().Add(-20*day), 7*day), time.Now().Add(-20*day))
+		b.writeMarker(t, "t", markerBody(time.Now(), 7*day), time.Now())
 		roots = append(roots, fmt.Sprintf("roots=%s", b.opts.Root))
 		_ = i
 	}
+	clock := objstoretest.NewClock() // the shards run 8 days after the drops
 	all := []string{}
 	for _, r := range roots {
 		all = append(all, strings.TrimPrefix(r, "roots="))
@@ -208,6 +210,7 @@ func TestShardFlagSplitsRoots(t *testing.T) {
 	for i := range 3 {
 		var out strings.Builder
 		o := purgeOptions{storeOptions: storeOptions{globalOptions: quiet()}, Output: "json"}
+		o.setClock(clock, time.Now().Add(8*day))
 		o.Sets = []string{"roots=" + strings.Join(all, ",")}
 		o.Shard = fmt.Sprintf("%d/3", i)
 		require.NoError(t, runPurge(context.Background(), o, &out))
@@ -263,9 +266,10 @@ func TestPurgeHugeLocalDirectoryThroughTheStack(t *testing.T) {
 		require.NoError(t, os.Chtimes(p, old, old))
 	}
 	b.put(t, "big.lance/_versions/1.manifest", []byte("m"), old)
-	b.writeMarker(t, "big", markerBody(time.Now().Add(-20*day), 7*day), time.Now().Add(-20*day))
+	b.writeMarker(t, "big", markerBody(time.Now(), 7*day), time.Now())
 	var out strings.Builder
 	o := purgeOptions{storeOptions: b.opts, Output: "json"}
+	o.setClock(b.clock, time.Now().Add(8*day))
 	require.NoError(t, runPurge(context.Background(), o, &out), out.String())
 	rep, _ := decodeReport(t, []byte(out.String()))
 	require.Equal(t, []purgedJSON{{Name: "big", Objects: n + 1, Bytes: n + 1}}, rep.Purged)

@@ -64,7 +64,11 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	now := o.now()
+	// Due-ness is the store's clock's to judge, as purge judges it.
+	now, err := ns.StoreNow(ctx)
+	if err != nil {
+		return err
+	}
 	if o.Output == formatJSON {
 		return renderStatusJSON(stdout, all, now)
 	}

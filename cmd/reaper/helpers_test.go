@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -24,6 +25,9 @@ import (
 // reaper for setup and checks.
 type backend struct {
 	name string
+	// clock is the test's store clock: commands run with setClock on it
+	// see one another's writes stamped alike.
+	clock *objstoretest.Clock
 	// opts are --root and --storage-option for the run functions.
 	opts storeOptions
 	// setsMtime: put honours mtime (local); S3 stamps its own time.
@@ -39,6 +43,7 @@ func localBackend(t *testing.T) backend {
 	root := t.TempDir()
 	return backend{
 		name:      "local",
+		clock:     objstoretest.NewClock(),
 		opts:      storeOptions{globalOptions: quiet(), Root: root},
 		setsMtime: true,
 		put: func(t *testing.T, key string, body []byte, mtime time.Time) {
@@ -80,8 +85,9 @@ func s3Backend(t *testing.T) backend {
 	slices.Sort(kvs)
 	ctx := context.Background()
 	return backend{
-		name: "s3",
-		opts: storeOptions{globalOptions: quiet(), Root: srv.URI(prefix), StorageOptions: kvs},
+		name:  "s3",
+		clock: objstoretest.NewClock(),
+		opts:  storeOptions{globalOptions: quiet(), Root: srv.URI(prefix), StorageOptions: kvs},
 		put: func(t *testing.T, key string, body []byte, _ time.Time) {
 			_, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + key), Body: bytes.NewReader(body)})
 			require.NoError(t, err)
@@ -127,6 +133,18 @@ func quiet() globalOptions {
 
 // at returns a fixed clock.
 func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+// setClock makes a command run at t: this host's clock reads t, and the
+// store's clock is moved forward to t (objstoretest.Clock; one per test, so
+// every command of the test sees the others' writes stamped alike), since
+// due-ness and lease takeovers read the store's clock, not the host's.
+func (g *globalOptions) setClock(clock *objstoretest.Clock, t time.Time) {
+	g.Now = at(t)
+	g.wrapStore = func(s objstore.Store) objstore.Store {
+		clock.AdvanceTo(t)
+		return clock.Wrap(s)
+	}
+}
 
 // writeTable writes a Lance-layout table (manifests, transactions, data,
 // deletions, an index) dated mtime, and returns its object count and bytes.

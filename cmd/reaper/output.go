@@ -111,6 +111,7 @@ func statusNote(s reaper.TableStatus, now time.Time) string {
 		notes = append(notes, "never purged; fix the marker or remove it with 'reaper revive'")
 	case s.State == reaper.StateUnreadable:
 		notes = append(notes, "never purged while reaper cannot read it; check the store's permissions on that key")
+	case s.State == reaper.StateNotATable:
 	case s.Marker == nil || s.FutureDated:
 	case s.Hold != nil:
 		notes = append(notes, "legal hold: "+s.Hold.Reason)
@@ -119,8 +120,11 @@ func statusNote(s reaper.TableStatus, now time.Time) string {
 	default:
 		notes = append(notes, "due in "+formatDuration(roundForHumans(s.PurgeAfter.Sub(now))))
 	}
-	if s.State == reaper.StateOrphanMarker {
+	switch s.State {
+	case reaper.StateOrphanMarker:
 		notes = append(notes, "data already gone; purge removes the marker")
+	case reaper.StatePartiallyPurged:
+		notes = append(notes, "a purge committed and deleted part of it: it cannot be revived; the next purge finishes it")
 	}
 	if s.Lease != nil {
 		l := "lease held by " + s.Lease.Owner

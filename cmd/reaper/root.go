@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 const rootLong = `reaper drops, revives, inspects and purges the tables of a Lance / LanceDB
@@ -50,10 +52,15 @@ type globalOptions struct {
 	// LogFormat is text or json; LogLevel debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
-	// Now is the clock (time.Now when nil); tests set it.
+	// Now is this host's clock for logs and reports (time.Now when nil);
+	// tests set it. It decides nothing: due-ness and lease takeovers read
+	// the store's clock.
 	Now func() time.Time
 	// Stderr receives logs (os.Stderr when nil).
 	Stderr io.Writer
+	// wrapStore, when set, wraps every store a command opens (tests move
+	// the store's clock with it).
+	wrapStore func(objstore.Store) objstore.Store
 }
 
 // storeOptions are the flags of every command that opens a root.
@@ -93,6 +100,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			return usagef("unknown command %q: %s", args[0], hint)
 		},
 	}
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error { return g.applyClockOffset(os.LookupEnv) }
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -114,11 +122,31 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
+// clockOffsetEnv shifts this process's wall clock, as if its host's clock
+// were off by that much. The chaos suite runs replicas with it; since no
+// decision to delete or to take a lease over reads the wall clock, it
+// changes timestamps in logs, reports and the ledger, and nothing else.
+const clockOffsetEnv = "REAPER_CLOCK_OFFSET"
+
+func (g *globalOptions) applyClockOffset(lookup func(string) (string, bool)) error {
+	v, ok := lookup(clockOffsetEnv)
+	if !ok || v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return usagef("%s=%q: want a Go duration such as -90s or 5m", clockOffsetEnv, v)
+	}
+	now := g.now
+	g.Now = func() time.Time { return now().Add(d) }
+	return nil
+}
+
 func (g *globalOptions) register(fs *pflag.FlagSet) {
 	fs.Var(newDurationValue(&g.DefaultTTL, reaper.DefaultTTL), "default-ttl",
 		"TTL for drops without --ttl and for markers without ttl_ms")
 	fs.Var(newDurationValue(&g.SkewAllowance, reaper.DefaultSkewAllowance), "skew-allowance",
-		"how far a marker may be dated in the future, and how long after deleted_at table files may change, before reaper refuses to purge")
+		"how far a marker may be dated in the future, how long after deleted_at table files may change, and how long past a lease's TTL (by the store's clock) a contender waits before taking it over")
 	fs.StringVar(&g.LogFormat, "log-format", "", "log format on stderr: text or json (default text; purge and run with --config: log.format, json)")
 	fs.StringVar(&g.LogLevel, "log-level", "", "log level: debug, info, warn or error (default info, or log.level)")
 }
@@ -219,13 +247,22 @@ func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	ns, err := reaper.Open(ctx, root, reaper.Options{
+	ropts := reaper.Options{
 		StorageOptions: so,
 		DefaultTTL:     o.DefaultTTL,
 		SkewAllowance:  o.SkewAllowance,
 		Logger:         log,
 		Now:            o.Now,
-	})
+	}
+	var ns *reaper.Namespace
+	if o.wrapStore == nil {
+		ns, err = reaper.Open(ctx, root, ropts)
+	} else {
+		var s objstore.Store
+		if s, err = all.Open(ctx, root, so); err == nil {
+			ns, err = reaper.OpenStore(o.wrapStore(s), ropts)
+		}
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), root) {
 			return nil, nil, asUsage(err)

@@ -166,6 +166,9 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		if err != nil {
 			return nil, err
 		}
+		if so.wrapStore != nil {
+			s = so.wrapStore(s)
+		}
 		transient, throttle := retry.NeverTransient, retry.NeverTransient
 		if strings.HasPrefix(r.URI, "s3://") {
 			transient, throttle = s3.IsTransient, s3.IsThrottle

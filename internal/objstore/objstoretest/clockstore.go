@@ -22,13 +22,29 @@ import (
 // processes and skewed hosts need that clock to pass TTLs in microseconds.
 type ClockStore struct {
 	objstore.Store
+	*Clock
+}
 
-	// mu is held for writing across each write through the wrapper and
-	// its record, so a read that sees a new version waits for its stamp.
+// Clock is the moved clock of one or more ClockStores over the same
+// objects (a test that opens the same root several times shares one, so a
+// write through one wrapper is stamped for all).
+type Clock struct {
+	// mu is held for writing across each write through a wrapper and its
+	// record, so a read that sees a new version waits for its stamp.
 	mu      sync.RWMutex
 	offset  time.Duration
 	written map[string]stamp
 }
+
+// NewClock returns a clock that has not moved.
+func NewClock() *Clock { return &Clock{written: map[string]stamp{}} }
+
+// Wrap returns s behind this clock.
+func (c *Clock) Wrap(s objstore.Store) *ClockStore { return &ClockStore{Store: s, Clock: c} }
+
+// AdvanceTo moves the clock forward until this host's time plus the offset
+// is at least t.
+func (c *Clock) AdvanceTo(t time.Time) { c.Advance(time.Until(t) - c.Offset()) }
 
 type stamp struct {
 	etag   string
@@ -37,16 +53,14 @@ type stamp struct {
 
 var _ objstore.Store = (*ClockStore)(nil)
 
-// NewClockStore wraps s.
-func NewClockStore(s objstore.Store) *ClockStore {
-	return &ClockStore{Store: s, written: map[string]stamp{}}
-}
+// NewClockStore wraps s behind a clock of its own.
+func NewClockStore(s objstore.Store) *ClockStore { return NewClock().Wrap(s) }
 
 // Unwrap returns the wrapped store.
 func (c *ClockStore) Unwrap() objstore.Store { return c.Store }
 
 // Advance moves the store's clock forward by d (d < 0 is ignored).
-func (c *ClockStore) Advance(d time.Duration) {
+func (c *Clock) Advance(d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -56,7 +70,7 @@ func (c *ClockStore) Advance(d time.Duration) {
 }
 
 // Offset is how far the clock has been moved.
-func (c *ClockStore) Offset() time.Duration {
+func (c *Clock) Offset() time.Duration {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.offset
@@ -73,7 +87,7 @@ func (c *ClockStore) Now(ctx context.Context) (time.Time, error) {
 
 // write runs one write through the inner store and stamps it, holding mu
 // so that no read sees the new version without its stamp.
-func (c *ClockStore) write(fn func() (objstore.Object, error)) (objstore.Object, error) {
+func (c *Clock) write(fn func() (objstore.Object, error)) (objstore.Object, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	obj, err := fn()
@@ -86,7 +100,7 @@ func (c *ClockStore) write(fn func() (objstore.Object, error)) (objstore.Object,
 }
 
 // shift applies the offset an object was written at.
-func (c *ClockStore) shift(obj objstore.Object) objstore.Object {
+func (c *Clock) shift(obj objstore.Object) objstore.Object {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if st, ok := c.written[obj.Key]; ok && st.etag == obj.ETag {
