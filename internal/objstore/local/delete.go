@@ -4,21 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"path/filepath"
 	"slices"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
+
+// Deletes resolve the key's directory without following a link, lock it,
+// and unlinkat(dirfd, name, 0) each key, asking the fence immediately
+// before each unlink. A key that is a symbolic link removes the link,
+// never its target. A key below a link, a file or nothing does not exist:
+// nothing is deleted. A key naming a directory is a prefix: it counts as
+// missing.
 
 // Delete removes the key; a missing key is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
-	return s.deleteOne(ctx, "delete", key, nil)
+	d := &deletion{ctx: ctx, action: "delete"}
+	return firstErr(s.removeInDir(d, dirOf(key), []string{key}, nil))
 }
 
 // DeleteIfMatch removes the key only if its ETag is etag, holding the parent
@@ -27,25 +34,15 @@ func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) erro
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
-	return s.deleteOne(ctx, "delete if match", key, func() error { return s.match("delete if match", key, etag) })
-}
-
-func (s *Store) deleteOne(ctx context.Context, action, key string, check func() error) error {
-	survivor, failed := s.removeInDir(ctx, action, filepath.Dir(s.path(key)), []string{key}, check)
-	if len(failed) > 0 {
-		return failed[0].Err
-	}
-	if survivor == "" {
-		return nil
-	}
-	if err := syncDir(survivor); err != nil && !isNotFound(err) {
-		return fmt.Errorf("%s %s: sync directory: %w", action, key, err)
-	}
-	return nil
+	d := &deletion{ctx: ctx, action: "delete if match"}
+	check := func(c *dirChain) error { return match(d.action, key, c, etag) }
+	return firstErr(s.removeInDir(d, dirOf(key), []string{key}, check))
 }
 
 // DeleteBatch checks the whole batch, then deletes directory by directory:
-// one lock, one prune and one fsync per directory rather than per key.
+// one resolve, one lock, one prune and one fsync per directory rather than
+// per key. Once the fence refuses, nothing more is unlinked: that key and
+// every later one fail with an error wrapping objstore.ErrFenced.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -58,28 +55,12 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 		if err := checkKey(ctx, k); err != nil {
 			return err
 		}
-		dir := filepath.Dir(s.path(k))
-		byDir[dir] = append(byDir[dir], k)
+		byDir[dirOf(k)] = append(byDir[dirOf(k)], k)
 	}
+	d := &deletion{ctx: ctx, action: "delete"}
 	var failed []objstore.KeyError
-	survivors := make(map[string]string) // directory to fsync -> a key deleted in it
 	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
-		if err := ctx.Err(); err != nil {
-			for _, k := range byDir[dir] {
-				failed = append(failed, objstore.KeyError{Key: k, Err: err})
-			}
-			continue
-		}
-		survivor, errs := s.removeInDir(ctx, "delete", dir, byDir[dir], nil)
-		failed = append(failed, errs...)
-		if survivor != "" {
-			survivors[survivor] = byDir[dir][0]
-		}
-	}
-	for dir, k := range survivors {
-		if err := syncDir(dir); err != nil && !isNotFound(err) {
-			failed = append(failed, objstore.KeyError{Key: k, Err: fmt.Errorf("delete %s: sync directory: %w", k, err)})
-		}
+		failed = append(failed, s.removeInDir(d, dir, byDir[dir], nil)...)
 	}
 	if len(failed) > 0 {
 		return &objstore.BatchError{Failed: failed}
@@ -87,67 +68,101 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// removeInDir unlinks keys, which all live in dir, under dir's lock; check
-// (used with a single key) runs under the lock first. It then prunes emptied
-// directories and returns the deepest one that survived, which needs an
-// fsync, or "" if nothing was removed.
-func (s *Store) removeInDir(ctx context.Context, action, dir string, keys []string, check func() error) (string, []objstore.KeyError) {
-	fail := func(err error) []objstore.KeyError {
+// deletion is the state of one delete call across its directories.
+type deletion struct {
+	ctx    context.Context
+	action string
+	// fenced is the fence's refusal once it refused: every later key fails
+	// with it without another syscall.
+	fenced error
+}
+
+// failAll fails every key with err.
+func (d *deletion) failAll(keys []string, err error) []objstore.KeyError {
+	failed := make([]objstore.KeyError, len(keys))
+	for i, k := range keys {
+		failed[i] = objstore.KeyError{Key: k, Err: fmt.Errorf("%s %s: %w", d.action, k, err)}
+	}
+	return failed
+}
+
+// removeInDir unlinks keys, which all live in dirKey, under the directory's
+// lock; check (used with a single key) runs under the lock, after the
+// fence, before the unlink. Then it prunes the directories the unlinks
+// emptied and fsyncs the deepest one left standing.
+func (s *Store) removeInDir(d *deletion, dirKey string, keys []string, check func(*dirChain) error) []objstore.KeyError {
+	if d.fenced != nil {
+		return d.failAll(keys, d.fenced)
+	}
+	if err := d.ctx.Err(); err != nil {
+		return d.failAll(keys, err)
+	}
+	c, err := s.lockDir(d.ctx, dirKey)
+	if isNoDir(err) && check == nil {
+		return nil // no directory, so no keys
+	}
+	if err != nil {
 		failed := make([]objstore.KeyError, len(keys))
 		for i, k := range keys {
-			failed[i] = objstore.KeyError{Key: k, Err: err}
+			failed[i] = objstore.KeyError{Key: k, Err: chainErr(d.action, k, err)}
 		}
 		return failed
 	}
-	l, err := lockDir(ctx, dir)
-	if isNotFound(err) && check == nil {
-		return "", nil // no directory, so no keys
+	defer c.close()
+	failed, removed := s.unlinkAll(d, c, keys, check)
+	c.unlock()
+	if !removed {
+		return failed
 	}
-	if err != nil {
-		return "", fail(mapErr(action, keys[0], err))
+	survivor := pruneUp(d, c)
+	if err := ignoringEINTR(func() error { return unix.Fsync(survivor) }); err != nil {
+		failed = append(failed, objstore.KeyError{Key: keys[0], Err: fmt.Errorf("%s %s: sync directory: %w", d.action, keys[0], err)})
 	}
-	if check != nil {
-		if err := check(); err != nil {
-			l.unlock()
-			return "", fail(err)
+	return failed
+}
+
+// unlinkAll unlinks each key in the locked directory c, asking the fence
+// before each; check, if any, runs between the fence and the unlink (a
+// fenced caller learns it is fenced, not that the key is gone, as on every
+// backend). removed reports that at least one entry went.
+func (s *Store) unlinkAll(d *deletion, c *dirChain, keys []string, check func(*dirChain) error) (failed []objstore.KeyError, removed bool) {
+	for i, k := range keys {
+		if err := fence(d.ctx); err != nil {
+			d.fenced = err
+			return append(failed, d.failAll(keys[i:], err)...), removed
 		}
-	}
-	var failed []objstore.KeyError
-	removed := false
-	for _, k := range keys {
-		// unlink(2), not os.Remove: that would also rmdir a key naming an
-		// empty directory.
-		err := syscall.Unlink(s.path(k))
+		if check != nil {
+			if err := check(c); err != nil {
+				failed = append(failed, objstore.KeyError{Key: k, Err: err})
+				continue
+			}
+		}
+		_, name := splitKey(k)
+		// unlinkat without AT_REMOVEDIR: a key naming a directory fails
+		// with EISDIR instead of removing it.
+		err := ignoringEINTR(func() error { return unix.Unlinkat(c.fd(), name, 0) })
 		switch {
 		case err == nil:
 			removed = true
-		case isNotFound(err), errors.Is(err, syscall.EISDIR):
+		case isNotFound(err), errors.Is(err, unix.EISDIR):
 			// missing, or a prefix rather than an object
 		default:
-			failed = append(failed, objstore.KeyError{Key: k, Err: mapErr(action, k, &fs.PathError{Op: "unlink", Path: s.path(k), Err: err})})
+			failed = append(failed, objstore.KeyError{Key: k, Err: mapErr(d.action, k, fmt.Errorf("unlink: %w", err))})
 		}
 	}
-	l.unlock()
-	if !removed {
-		return "", failed
-	}
-	return s.prune(dir), failed
+	return failed, removed
 }
 
-// prune removes dir and its parents while they are empty, stopping below the
-// root: LanceDB lists any *.lance directory, even an empty one, as a table.
-// A concurrent writer's new entry makes rmdir fail, which ends the pruning;
-// writers retry if their directory vanished. It returns the first directory
-// it did not remove.
-func (s *Store) prune(dir string) string {
-	for len(dir) > len(s.root) {
-		if err := syscall.Rmdir(dir); err != nil {
-			if isNotFound(err) {
-				return filepath.Dir(dir)
-			}
-			return dir
-		}
-		dir = filepath.Dir(dir)
+// dirOf is the directory key of a key.
+func dirOf(key string) string {
+	dirKey, _ := splitKey(key)
+	return dirKey
+}
+
+// firstErr is the error of a single-key delete.
+func firstErr(failed []objstore.KeyError) error {
+	if len(failed) > 0 {
+		return failed[0].Err
 	}
-	return s.root
+	return nil
 }

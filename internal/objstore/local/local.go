@@ -1,7 +1,37 @@
 // Package local implements objstore.Store over a directory tree: keys are
-// paths below the root, "dir/" prefixes are subdirectories. Writes go
-// through a temp file, fsync and rename; conditional writes hold an flock on
-// the parent directory so they stay exclusive across processes. Linux only.
+// paths below the root, "dir/" prefixes are subdirectories. Linux only.
+//
+// Safety: reaper never deletes anything outside a table and never follows a
+// symbolic link. The root given to Open may itself be a link (the user chose
+// it); nothing below it is ever followed. Every path is resolved from a
+// descriptor of the root, one component at a time, each directory opened
+// with openat(O_DIRECTORY|O_NOFOLLOW) relative to its parent (resolve.go),
+// and every syscall names its target relative to a directory descriptor, so
+// no link swapped in anywhere below the root can redirect it. A component
+// that is a link, a file or missing means "no such directory": reads and
+// listings see no objects there, deletes delete nothing, writes fail naming
+// the key (PutIfMatch: ErrNotFound, as for any missing key).
+//
+// Objects: every directory entry that is not a directory and not a temp file
+// of reaper's is an object (a regular file, a symbolic link, a fifo, a
+// socket or a device), described by lstat: a link is listed, walked and
+// deleted as the link itself, never entered, and Get refuses to read it.
+// LastModified is the later of mtime and ctime, so a file copied in with its
+// old mtime kept (cp -p, rsync -a, mv) still shows when it arrived.
+//
+// Writes go through a temp file, fsync and rename (or link, for
+// PutIfAbsent); unconditional and conditional writes and the deletes hold
+// an flock on the parent directory so a compare-and-swap stays exclusive
+// across processes. Every syscall that changes the tree (mkdir, rename,
+// link, unlink, rmdir) asks the context's fence (objstore.CheckFence)
+// immediately before it; reaper's own temp files are created, and removed
+// after a failed write, without asking.
+//
+// Temp files: listings hide every name starting with ".reaper-tmp-". A
+// Store's first write into a directory removes the stale temp files that
+// crashed writers left there (stale.go); listings never remove anything.
+//
+// The store's clock is the kernel's: it stamps ctime, so Now is time.Now.
 package local
 
 import (
@@ -12,25 +42,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+	"sync"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
-
-// tmpPrefix marks temp files of in-flight writes. Listings skip such names
-// and keys may not use them, so a crash leaves a stray file nobody sees.
-const tmpPrefix = ".reaper-tmp-"
-
-// StaleTempAge is how old a temp file must be before a listing that meets
-// it removes it: a write takes milliseconds, so one this old belongs to a
-// process killed mid-write, and nothing else would ever remove it.
-const StaleTempAge = time.Hour
 
 // Store is a filesystem-backed objstore.Store rooted at one directory.
 type Store struct {
 	root     string
 	pageSize int
+	// cleaned holds the directory keys this Store has written into and so
+	// cleaned of stale temp files (see cleanStaleTemps).
+	cleaned sync.Map
 }
 
 var _ objstore.Store = (*Store)(nil)
@@ -50,7 +73,8 @@ func WithPageSize(n int) Option {
 
 // Open returns a store rooted at dir, which must be an absolute path to an
 // existing directory: reaper never creates a root, so a typo cannot start
-// an empty, harmless-looking store.
+// an empty, harmless-looking store. dir may be a symbolic link to the
+// directory; no link below it is ever followed.
 func Open(dir string, opts ...Option) (*Store, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("open local store %q: path is not absolute; pass an absolute directory such as /data/lance", dir)
@@ -78,11 +102,6 @@ func (s *Store) URI() string {
 	return objstore.Location{Scheme: objstore.SchemeFile, Path: s.root}.String()
 }
 
-// path maps a validated key or prefix to its filesystem path.
-func (s *Store) path(key string) string {
-	return filepath.Join(s.root, filepath.FromSlash(key))
-}
-
 // checkKey validates an object key. On top of the shared grammar it rejects
 // a trailing "/" (that names a directory, not a file) and the temp-file
 // prefix (such a file would be invisible to listings).
@@ -96,43 +115,17 @@ func checkKey(ctx context.Context, key string) error {
 	if strings.HasSuffix(key, "/") {
 		return fmt.Errorf("%w: %q ends in \"/\"", objstore.ErrInvalidKey, key)
 	}
-	if strings.HasPrefix(key, tmpPrefix) || strings.Contains(key, "/"+tmpPrefix) {
-		return fmt.Errorf("%w: %q uses the reserved prefix %q", objstore.ErrInvalidKey, key, tmpPrefix)
+	for _, seg := range strings.Split(key, "/") {
+		if isTempName(seg) {
+			return fmt.Errorf("%w: %q is named like reaper's temp files (%s followed by 26 letters and digits)", objstore.ErrInvalidKey, key, tmpPrefix)
+		}
 	}
 	return nil
 }
 
-// mapErr wraps err with the action and key, mapping a missing file (or a
-// file where a directory is expected) to objstore.ErrNotFound.
-func mapErr(action, key string, err error) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%s %s: %w", action, key, objstore.ErrNotFound)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%s %s: permission denied; the reaper user needs read and write access to the store directory: %w", action, key, err)
-	default:
-		return fmt.Errorf("%s %s: %w", action, key, err)
-	}
-}
-
-// isNotFound reports whether err means the path (or one of its parents) is
-// missing.
-func isNotFound(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
-}
-
-// objectOf builds an Object from a stat result. The ETag combines inode,
-// mtime and size: every write makes a new inode (temp file, then rename or
-// link) and stamps a nanosecond mtime, so no two writes share one.
-func objectOf(key string, fi fs.FileInfo) objstore.Object {
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	return objstore.Object{
-		Key:          key,
-		Size:         fi.Size(),
-		ETag:         fmt.Sprintf("%x-%x-%x", ino, fi.ModTime().UnixNano(), fi.Size()),
-		LastModified: fi.ModTime(),
-	}
+// splitKey splits a validated key into its directory key ("" or ending in
+// "/") and its last segment.
+func splitKey(key string) (dirKey, name string) {
+	i := strings.LastIndexByte(key, '/')
+	return key[:i+1], key[i+1:]
 }

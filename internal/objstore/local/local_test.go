@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -133,9 +134,13 @@ func TestTempFilesInvisible(t *testing.T) {
 	ctx := t.Context()
 	_, err := s.Put(ctx, "t/x", []byte("x"))
 	require.NoError(t, err)
-	for _, p := range []string{".reaper-tmp-crashed", "t/.reaper-tmp-crashed"} {
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "u"), 0o755))
+	crashed := ".reaper-tmp-" + rand.Text() // exactly a temp name of reaper's
+	for _, p := range []string{crashed, "t/" + crashed} {
 		require.NoError(t, os.WriteFile(filepath.Join(root, p), []byte("partial"), 0o644))
 	}
+	// A user's file that merely starts like one is an ordinary object.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "u", ".reaper-tmp-notes"), nil, 0o644))
 
 	var listed []string
 	require.NoError(t, s.List(ctx, "t/", func(p objstore.Page) error {
@@ -152,12 +157,14 @@ func TestTempFilesInvisible(t *testing.T) {
 		}
 		return nil
 	}))
-	require.Equal(t, []string{"t/x"}, walked, "walked: got/want")
+	require.Equal(t, []string{"t/x", "u/.reaper-tmp-notes"}, walked, "walked: got/want")
 
-	for _, k := range []string{".reaper-tmp-x", "t/.reaper-tmp-x"} {
+	for _, k := range []string{crashed, "t/" + crashed} {
 		_, err := s.Put(ctx, k, []byte("x"))
 		require.ErrorIs(t, err, objstore.ErrInvalidKey, "put reserved key %s", k)
 	}
+	_, err = s.Put(ctx, "t/.reaper-tmp-x", []byte("x"))
+	require.NoError(t, err, "only reaper's exact temp names are reserved")
 }
 
 // TestNoTempLeftBehind checks every write path, winning or losing, cleans up

@@ -3,72 +3,75 @@ package local
 import (
 	"context"
 	"fmt"
-	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// dirLock is an exclusive flock on a directory. Every mutation of an
-// existing file (Put's rename, PutIfMatch, the deletes) holds the lock of the
-// file's parent directory, so a compare-and-swap sees no other writer between
-// its compare and its swap, in this process or any other.
-type dirLock struct {
-	f *os.File
-}
+// Every mutation of an existing key (Put's rename, PutIfMatch, the deletes)
+// holds an exclusive flock on the key's parent directory, taken on the
+// descriptor the no-follow resolution opened, so a compare-and-swap sees no
+// other writer between its compare and its swap, in this process or any
+// other.
 
-// lockDir locks dir, retrying if the directory was removed (pruned) and
-// perhaps recreated while we waited: a lock on an unlinked directory
-// protects nothing. A missing dir is returned as the os error.
-func lockDir(ctx context.Context, dir string) (*dirLock, error) {
-	for {
+// maxDirRetries bounds how often an operation re-resolves a directory that
+// a concurrent delete pruned (and perhaps recreated) under it.
+const maxDirRetries = 100
+
+// lockDir resolves dirKey and locks it, re-resolving while the directory
+// it locked is no longer the one at its name: a lock on a pruned directory
+// protects nothing. A directory that does not exist is a noDirError.
+func (s *Store) lockDir(ctx context.Context, dirKey string) (*dirChain, error) {
+	for range maxDirRetries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		c, err := s.openChain(dirKey)
 		if err != nil {
-			return nil, err // ENOTDIR if a parent "directory" is an object
+			return nil, err
 		}
-		if err := flock(f); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock directory %s: %w", dir, err)
+		same, err := lockChain(c)
+		if err != nil {
+			c.close()
+			return nil, err
 		}
-		same, err := stillAt(f, dir)
 		if same {
-			return &dirLock{f: f}, nil
+			return c, nil
 		}
-		f.Close() // also releases the flock
-		if err != nil && !isNotFound(err) {
-			return nil, fmt.Errorf("lock directory %s: %w", dir, err)
-		}
+		c.close() // also drops the flock
 	}
+	return nil, fmt.Errorf("lock directory %s: it kept being replaced", dirKey)
 }
 
-func flock(f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			return err
-		}
+// lockChain flocks the chain's directory, then reports whether it is still
+// the directory at its name in its parent (the root always is).
+func lockChain(c *dirChain) (same bool, err error) {
+	if err := ignoringEINTR(func() error { return unix.Flock(c.fd(), unix.LOCK_EX) }); err != nil {
+		return false, fmt.Errorf("lock directory %s: %w", c.dirKey, err)
 	}
+	if len(c.segs) == 0 {
+		return true, nil
+	}
+	open, err := fstat(c.fd())
+	if err != nil {
+		return false, fmt.Errorf("lock directory %s: %w", c.dirKey, err)
+	}
+	cur, err := lstatAt(c.fds[len(c.fds)-2], c.segs[len(c.segs)-1])
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock directory %s: %w", c.dirKey, err)
+	}
+	return sameFile(&open, &cur), nil
 }
 
-// stillAt reports whether the open directory f is still the one at path.
-func stillAt(f *os.File, path string) (bool, error) {
-	var open, cur syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &open); err != nil {
-		return false, err
-	}
-	if err := syscall.Stat(path, &cur); err != nil {
-		return false, err
-	}
-	return open.Dev == cur.Dev && open.Ino == cur.Ino, nil
+// unlock drops the chain's flock, keeping its descriptors open.
+func (c *dirChain) unlock() {
+	_ = unix.Flock(c.fd(), unix.LOCK_UN)
 }
 
-// unlock releases the lock; closing the descriptor drops the flock.
-func (l *dirLock) unlock() {
-	_ = l.f.Close()
-}
-
-// sync fsyncs the locked directory so renames and unlinks in it are durable.
-func (l *dirLock) sync() error {
-	return l.f.Sync()
+// sync fsyncs the chain's directory so entries created or removed in it
+// are durable.
+func (c *dirChain) sync() error {
+	return ignoringEINTR(func() error { return unix.Fsync(c.fd()) })
 }
