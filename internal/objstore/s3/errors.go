@@ -49,15 +49,20 @@ func httpStatus(err error) int {
 }
 
 // IsTransient reports whether err is worth retrying: server errors (500,
-// 502, 503, 504), throttling (429, SlowDown), RequestTimeout, and network
-// failures. Cancellation, the objstore sentinels and other 4xx answers are
-// permanent. A transient failure of a conditional write may still have
+// 502, 503, 504), throttling (429, SlowDown), RequestTimeout, network
+// failures, and a request the fence's time limit ended
+// (objstore.ErrRequestDeadline: a retry asks the fence again). Cancellation,
+// the other objstore sentinels (ErrFenced included) and other 4xx answers
+// are permanent. A transient failure of a conditional write may still have
 // landed; the retry wrapper must re-read before calling a later
 // precondition failure lost.
 func IsTransient(err error) bool {
 	switch {
+	case errors.Is(err, objstore.ErrRequestDeadline):
+		return true
 	case err == nil,
 		errors.Is(err, context.Canceled),
+		errors.Is(err, objstore.ErrFenced),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, objstore.ErrNotFound),
 		errors.Is(err, objstore.ErrPrecondition),

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -41,6 +43,11 @@ type Store struct {
 	// PageSize is the MaxKeys of each listing request (DefaultPageSize when
 	// zero); tests lower it to exercise paging.
 	PageSize int32
+	// ClockMaxAge is how old the latest Date may be before Now sends a
+	// request for a fresh one (DefaultClockMaxAge when zero).
+	ClockMaxAge time.Duration
+
+	clock clock // the store's clock, read from every response (clock.go)
 }
 
 var _ objstore.Store = (*Store)(nil)
@@ -70,7 +77,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) 
 	if err := objstore.ValidatePrefix(prefix); err != nil {
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
-	return s.listPages(ctx, prefix, "/", func(out *s3.ListObjectsV2Output) error {
+	return s.listPages(ctx, "list", prefix, "/", func(out *s3.ListObjectsV2Output) error {
 		page := objstore.Page{Objects: s.objects(out)}
 		for _, cp := range out.CommonPrefixes {
 			if p := s.rel(aws.ToString(cp.Prefix)); p != "" {
@@ -90,7 +97,7 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 	if err := objstore.ValidatePrefix(prefix); err != nil {
 		return fmt.Errorf("walk %s: %w", prefix, err)
 	}
-	return s.listPages(ctx, prefix, "", func(out *s3.ListObjectsV2Output) error {
+	return s.listPages(ctx, "walk", prefix, "", func(out *s3.ListObjectsV2Output) error {
 		objs := s.objects(out)
 		if len(objs) == 0 {
 			return nil
@@ -100,20 +107,25 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 }
 
 // listPages follows continuation tokens; errors from fn pass through
-// unchanged, as the Store contract requires.
-func (s *Store) listPages(ctx context.Context, prefix, delimiter string, fn func(*s3.ListObjectsV2Output) error) error {
+// unchanged, as the Store contract requires. Keys reach fn exactly as
+// stored, or the listing fails (see exactKeys).
+func (s *Store) listPages(ctx context.Context, action, prefix, delimiter string, fn func(*s3.ListObjectsV2Output) error) error {
 	in := &s3.ListObjectsV2Input{
-		Bucket:  aws.String(s.loc.Bucket),
-		Prefix:  aws.String(s.root + prefix),
-		MaxKeys: s.pageSize(),
+		Bucket:       aws.String(s.loc.Bucket),
+		Prefix:       aws.String(s.root + prefix),
+		MaxKeys:      s.pageSize(),
+		EncodingType: types.EncodingTypeUrl,
 	}
 	if delimiter != "" {
 		in.Delimiter = aws.String(delimiter)
 	}
 	for {
-		out, err := s.client.ListObjectsV2(ctx, in)
+		out, err := s.client.ListObjectsV2(ctx, in, s.observe(nil))
 		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, mapError(err))
+			return fmt.Errorf("%s %s: %w", action, prefix, mapError(err))
+		}
+		if err := s.exactKeys(ctx, out); err != nil {
+			return fmt.Errorf("%s %s: %w", action, prefix, err)
 		}
 		if err := fn(out); err != nil {
 			return err
@@ -161,7 +173,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, e
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.loc.Bucket), Key: k})
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.loc.Bucket), Key: k}, s.observe(nil))
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, mapError(err))
 	}
@@ -184,7 +196,7 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Object, error) {
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("head %s: %w", key, err)
 	}
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.loc.Bucket), Key: k})
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.loc.Bucket), Key: k}, s.observe(nil))
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("head %s: %w", key, mapError(err))
 	}

@@ -194,33 +194,65 @@ func TestWireDeleteIfMatchHeaders(t *testing.T) {
 	}
 }
 
+// A 200 DeleteObjects answer can list per-key errors. A transient one
+// (SlowDown) comes back for the retry wrapper to resend; a permanent one
+// (InvalidArgument) is retried alone with DeleteObject, and reported with
+// the error of that delete when it fails again; AccessDenied is reported
+// without a delete alone (permission, not the key's form); a missing key
+// is deleted.
 func TestWireDeleteBatchPerKeyErrors(t *testing.T) {
 	st, f, _ := newWireStore(t, func(w http.ResponseWriter, r wireReq) {
+		if r.Method == http.MethodDelete {
+			s3Error(w, 400, "InvalidArgument")
+			return
+		}
 		w.Header().Set("Content-Type", "application/xml")
 		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?>
 <DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
-<Error><Key>root/b</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>
+<Error><Key>root/a</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>
+<Error><Key>root/b</Key><Code>InvalidArgument</Code><Message>Invalid</Message></Error>
 <Error><Key>root/c</Key><Code>SlowDown</Code><Message>Reduce your request rate</Message></Error>
 <Error><Key>root/d</Key><Code>NoSuchKey</Code><Message>gone</Message></Error>
 </DeleteResult>`)
 	})
-	err := st.DeleteBatch(t.Context(), []string{"a", "b", "c", "d"})
+	err := st.DeleteBatch(t.Context(), []string{"a", "b", "c", "d", "e"})
 	var be *objstore.BatchError
 	require.ErrorAs(t, err, &be, "a 200 with <Error> entries is an error")
-	require.Len(t, be.Failed, 2, "failed keys (a missing key counts as deleted)")
-	require.Equal(t, "b", be.Failed[0].Key, "keys relative to the root")
+	require.Len(t, be.Failed, 3, "failed keys (a missing key counts as deleted)")
+	require.Equal(t, "a", be.Failed[0].Key, "keys relative to the root, in batch order")
 	require.Contains(t, be.Failed[0].Err.Error(), "AccessDenied")
-	require.Equal(t, "c", be.Failed[1].Key)
-	require.False(t, s3.IsTransient(err), "AccessDenied makes the batch permanent")
+	require.Equal(t, "b", be.Failed[1].Key)
+	require.Contains(t, be.Failed[1].Err.Error(), "delete b: ", "b's own delete failed")
+	require.Contains(t, be.Failed[1].Err.Error(), "InvalidArgument")
+	require.Equal(t, "c", be.Failed[2].Key)
+	require.True(t, s3.IsThrottle(be.Failed[2].Err), "c keeps its SlowDown")
+	require.False(t, s3.IsTransient(err), "a permanent key failure makes the batch permanent")
 
 	reqs := f.requests()
-	require.Len(t, reqs, 1)
+	require.Len(t, reqs, 2, "the batch, then b alone")
 	require.Equal(t, http.MethodPost, reqs[0].Method)
 	require.Contains(t, reqs[0].Query, "delete")
 	require.Contains(t, reqs[0].Body, "<Quiet>true</Quiet>")
-	for _, k := range []string{"root/a", "root/b", "root/c", "root/d"} {
+	for _, k := range []string{"root/a", "root/b", "root/c", "root/d", "root/e"} {
 		require.Contains(t, reqs[0].Body, "<Key>"+k+"</Key>")
 	}
+	require.Equal(t, http.MethodDelete, reqs[1].Method)
+	require.Equal(t, "/bkt/root/b", reqs[1].Path, "only the permanently failed key goes alone")
+}
+
+// A key the batch failed permanently that its own delete removes is not
+// reported: the batch could not delete it, the store could.
+func TestWireDeleteBatchAloneRecovers(t *testing.T) {
+	st, f, _ := newWireStore(t, func(w http.ResponseWriter, r wireReq) {
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, `<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>root/b</Key><Code>InvalidArgument</Code><Message>x</Message></Error></DeleteResult>`)
+	})
+	require.NoError(t, st.DeleteBatch(t.Context(), []string{"a", "b"}))
+	require.Len(t, f.requests(), 2, "the batch, then b alone")
 }
 
 func TestWireDeleteBatchNoRequest(t *testing.T) {
