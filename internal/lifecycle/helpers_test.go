@@ -105,8 +105,27 @@ func lanceTable(t *testing.T, s objstore.Store, name string, n int) int {
 	for i := 0; i < n; i++ {
 		keys = append(keys, fmt.Sprintf("data/%06d-0a1b.lance", i))
 	}
+	// Sixteen writers: a table of thousands of objects on S3 takes a second,
+	// not ten.
+	work := make(chan string)
+	errs := make(chan error, len(keys))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for k := range work {
+				if _, err := s.Put(ctx, TableDir(name)+k, []byte("payload of "+k)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
 	for _, k := range keys {
-		_, err := s.Put(ctx, TableDir(name)+k, []byte("payload of "+k))
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		require.NoError(t, err)
 	}
 	return len(keys)

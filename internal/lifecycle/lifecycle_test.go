@@ -212,7 +212,7 @@ func TestPurge(t *testing.T) {
 		require.ErrorIs(t, err, ErrNotPurgeable)
 		require.Equal(t, before, snapshot(t, s))
 
-		c.Advance(time.Hour)
+		c.Advance(time.Hour + time.Second)
 		dry, err := ns.Purge(ctx, "a", PurgeOptions{DryRun: true})
 		require.NoError(t, err)
 		require.Equal(t, OutcomeDryRun, dry.Outcome)
@@ -281,7 +281,7 @@ func TestPurgeOrphanMarker(t *testing.T) {
 		_, err := s.Put(ctx, "ghost.deleted", EncodeMarker(c.Now(), time.Minute))
 		require.NoError(t, err)
 		require.Equal(t, StateOrphanMarker, statusOf(t, ns, "ghost").State)
-		c.Advance(time.Minute)
+		c.Advance(time.Minute + time.Second)
 		res, err := ns.Purge(ctx, "ghost", PurgeOptions{})
 		require.NoError(t, err)
 		require.Equal(t, OutcomeOrphanMarker, res.Outcome)
@@ -322,7 +322,7 @@ func TestPurgeOrder(t *testing.T) {
 		n := lanceTable(t, s, "t", 2500)
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		rec.reset()
 		res, err := ns.Purge(ctx, "t", PurgeOptions{})
 		require.NoError(t, err)
@@ -368,7 +368,7 @@ func TestPurgeResumesAfterFailure(t *testing.T) {
 		ns := newNS(t, failing, c)
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		_, err = ns.Purge(ctx, "t", PurgeOptions{})
 		require.ErrorContains(t, err, "injected")
 		_, err = s.Head(ctx, "t.deleted")
@@ -395,7 +395,7 @@ func TestPurgeLockedByOther(t *testing.T) {
 		lanceTable(t, s, "t", 1)
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		other := &lock.Locker{Store: s, Owner: "other-host/42", TTL: time.Hour, Logger: quiet()}
 		lease, err := other.Acquire(ctx, LockKey("t"))
 		require.NoError(t, err)
@@ -413,7 +413,7 @@ func TestPurgeLockedByOther(t *testing.T) {
 		lanceTable(t, s, "u", 1)
 		_, err = ns.Drop(ctx, "u", time.Second)
 		require.NoError(t, err)
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		denied := newNS(t, &objstoretest.FailKeys{Store: s, Fail: map[string]error{
 			LockKey("u"): errors.New("api error AccessDenied: Access Denied"),
 		}}, c)
@@ -438,7 +438,7 @@ func TestPurgeMarkerChangedUnderLock(t *testing.T) {
 		ns := newNS(t, rec, c)
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		rec.beforeLock = func() {
 			// Revived and dropped again by another process.
 			require.NoError(t, s.Delete(ctx, "t.deleted"))
@@ -458,7 +458,7 @@ func TestPurgeSpillsHugeTables(t *testing.T) {
 	n := lanceTable(t, s, "big", spillInMemory+2345)
 	_, err := ns.Drop(context.Background(), "big", time.Second)
 	require.NoError(t, err)
-	c.Advance(time.Second)
+	c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 	res, err := ns.Purge(context.Background(), "big", PurgeOptions{})
 	require.NoError(t, err)
 	require.Equal(t, int64(n), res.Objects)
@@ -577,7 +577,7 @@ func TestPurgeBudgetContinuesNextTime(t *testing.T) {
 		n := lanceTable(t, s, "big", 1300)
 		_, err := ns.Drop(ctx, "big", time.Second)
 		require.NoError(t, err)
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		opts := PurgeOptions{MaxObjects: 500, DeleteConcurrency: 3}
 		res, err := ns.Purge(ctx, "big", opts)
 		require.NoError(t, err)
@@ -624,7 +624,7 @@ func TestPurgeWithPlannedMarker(t *testing.T) {
 
 		// b is revived and dropped again after the plan.
 		require.NoError(t, ns.Revive(ctx, "b"))
-		c.Advance(time.Second)
+		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
 		_, err = s.PutIfAbsent(ctx, MarkerKey("b"), EncodeMarker(c.Now().Add(-time.Hour), time.Second))
 		require.NoError(t, err)
 

@@ -103,11 +103,6 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 		return res, err
 	}
 	planned := opts.Planned != nil && opts.Planned.Name == name
-	if !planned {
-		if err := ns.checkIsTable(ctx, name); err != nil {
-			return res, fmt.Errorf("purge %q: %w", name, err)
-		}
-	}
 	body, mobj, m, err := ns.plannedMarker(ctx, name, opts.Planned)
 	if err != nil {
 		if errors.Is(err, objstore.ErrNotFound) {
@@ -138,6 +133,9 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	}
 
 	if opts.DryRun {
+		if err := ns.checkIsTable(ctx, name); err != nil {
+			return res, fmt.Errorf("purge %q: %w", name, err)
+		}
 		return ns.dryRun(ctx, name, m, mobj, res)
 	}
 
@@ -222,6 +220,11 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	// by the guard before the commit and before every batch.
 	if err := ns.checkHold(ctx, name); err != nil {
 		return res, err
+	}
+	// A link where the table's directory should be is never entered (the
+	// walk would see nothing and take it for an orphan marker).
+	if err := ns.checkIsTable(ctx, name); err != nil {
+		return res, fmt.Errorf("purge %q: %w", name, err)
 	}
 
 	// 3. Identity fence, collecting keys: manifests in memory, the rest

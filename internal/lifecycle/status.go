@@ -226,11 +226,17 @@ func dataState(hasData bool) State {
 // describe turns one root entry into a status, reading the marker, the
 // lease, the hold and the commit it has; now is the store's clock.
 func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
-	s := TableStatus{Name: name, HasData: e.data}
-	if e.notTable {
-		s.State, s.Problem = StateNotATable, notATableProblem(name)
-		return s, nil
+	s, err := ns.describeEntry(ctx, name, e, now)
+	if err == nil && e.notTable && s.State != StateUnreadable {
+		// Whatever its marker says, a link is never a table.
+		s.State, s.Problem, s.Commit = StateNotATable, notATableProblem(name), nil
 	}
+	return s, err
+}
+
+// describeEntry reads what the entry has and derives the state.
+func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
+	s := TableStatus{Name: name, HasData: e.data}
 	if e.lease {
 		info, err := lock.Read(ctx, ns.store, LockKey(name))
 		switch {
@@ -400,6 +406,8 @@ func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...stri
 			ns.fillMarker(&s, *s.Marker, s.MarkerModified, storeNow)
 		}
 		switch {
+		case s.State == StateNotATable && s.MarkerETag == "":
+			// A link with no marker beside it: nobody asked to purge it.
 		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.State == StateNotATable || s.FutureDated:
 			p.Invalid = append(p.Invalid, s)
 		case s.Marker == nil:

@@ -2,9 +2,9 @@ package lock
 
 import (
 	"context"
-	"sync/atomic"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 

@@ -223,11 +223,13 @@ func TestProcessesExpiredTakeover(t *testing.T) {
 		old.TTL = time.Millisecond
 		obj := writeLease(t, s, testKey, old)
 		// The children read the real store's clock: wait until it passes
-		// the dead lease's takeover time (about a second, the resolution).
-		takeoverAt := old.TakeoverAt(obj.LastModified, 0)
+		// the dead lease's takeover time (about a second, the resolution),
+		// with room for a child whose first reading of the clock (a lower
+		// bound) trails ours by up to two resolutions.
+		_ = obj
 		head, err := s.Head(t.Context(), testKey)
 		require.NoError(t, err)
-		takeoverAt = old.TakeoverAt(head.LastModified, 0)
+		takeoverAt := old.TakeoverAt(head.LastModified, 2*objstore.TimeResolution)
 		eventually(t, "the store's clock to pass the dead lease's takeover time", func() bool {
 			now, err := s.Now(t.Context())
 			return err == nil && !now.Before(takeoverAt)

@@ -58,6 +58,13 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 		byDir[dirOf(k)] = append(byDir[dirOf(k)], k)
 	}
 	d := &deletion{ctx: ctx, action: "delete"}
+	// Asked once up front too, as every backend does per request: a batch
+	// whose directories are all gone sends no syscall, and must still fail
+	// when its lease is lost rather than report keys deleted.
+	if err := fence(ctx); err != nil {
+		d.fenced = err
+		return &objstore.BatchError{Failed: d.failAll(keys, err)}
+	}
 	var failed []objstore.KeyError
 	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
 		failed = append(failed, s.removeInDir(d, dir, byDir[dir], nil)...)

@@ -35,10 +35,11 @@ func batchKeys(t *testing.T, root string, n int, dirs ...string) []string {
 	return keys
 }
 
-// A fence that refuses after k questions stops DeleteBatch after exactly k
-// unlinks; the other keys stay and come back wrapping ErrFenced, also those
-// of directories not reached yet. Between two directories the fence is
-// also asked once for the rmdir that tries to prune the first.
+// A fence that refuses after k questions stops DeleteBatch after exactly
+// k-1 unlinks (the batch asks once up front, before resolving anything);
+// the other keys stay and come back wrapping ErrFenced, also those of
+// directories not reached yet. Between two directories the fence is also
+// asked once for the rmdir that tries to prune the first.
 func TestFenceStopsDeleteBatch(t *testing.T) {
 	oneDir := []string{"t.lance/data/"}
 	twoDirs := []string{"t.lance/_versions/", "t.lance/data/"}
@@ -49,12 +50,13 @@ func TestFenceStopsDeleteBatch(t *testing.T) {
 		unlinked int
 	}{
 		{"none", oneDir, 0, 0},
-		{"one", oneDir, 1, 1},
-		{"half", oneDir, 5, 5},
-		{"all but one", oneDir, 9, 9},
-		{"first directory", twoDirs, 5, 5},
-		{"first directory and its rmdir", twoDirs, 6, 5},
-		{"into the second directory", twoDirs, 8, 7},
+		{"only the question up front", oneDir, 1, 0},
+		{"one", oneDir, 2, 1},
+		{"half", oneDir, 6, 5},
+		{"all but one", oneDir, 10, 9},
+		{"first directory", twoDirs, 6, 5},
+		{"first directory and its rmdir", twoDirs, 7, 5},
+		{"into the second directory", twoDirs, 9, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -116,7 +118,7 @@ func TestFenceAskedAfterTheLock(t *testing.T) {
 	go func() { done <- s.DeleteBatch(objstore.WithFence(t.Context(), f), keys) }()
 	require.Eventually(t, func() bool { return flockWaiter(t, st.Ino) }, 10*time.Second, time.Millisecond,
 		"DeleteBatch waits on the directory's flock")
-	require.Zero(t, f.calls.Load(), "the fence was asked before the lock was held")
+	require.Equal(t, int64(1), f.calls.Load(), "the fence is asked once up front, then only once the lock is held")
 	f.refuse.Store(true) // the lease lapses while the batch waits
 	require.NoError(t, unix.Flock(int(dir.Fd()), unix.LOCK_UN), "release the flock")
 
@@ -130,7 +132,7 @@ func TestFenceAskedAfterTheLock(t *testing.T) {
 	for _, key := range keys {
 		requireContent(t, filepath.Join(root, key), key)
 	}
-	require.Equal(t, int64(1), f.calls.Load(), "asked once, refused, asked no more")
+	require.Equal(t, int64(2), f.calls.Load(), "asked up front, then once after the lock: refused, asked no more")
 }
 
 // flockWaiter reports whether /proc/locks shows a blocked FLOCK request on

@@ -29,11 +29,18 @@ type ClockStore struct {
 // objects (a test that opens the same root several times shares one, so a
 // write through one wrapper is stamped for all).
 type Clock struct {
-	// mu is held for writing across each write through a wrapper and its
-	// record, so a read that sees a new version waits for its stamp.
-	mu      sync.RWMutex
+	mu      sync.RWMutex // guards offset and written
 	offset  time.Duration
 	written map[string]stamp
+	// keys holds one lock per key, held for writing across a write of that
+	// key and its stamp, so a read that sees the new version waits for its
+	// stamp while writes of other keys go on in parallel.
+	keys sync.Map
+}
+
+func (c *Clock) keyLock(key string) *sync.RWMutex {
+	l, _ := c.keys.LoadOrStore(key, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
 }
 
 // NewClock returns a clock that has not moved.
@@ -85,25 +92,34 @@ func (c *ClockStore) Now(ctx context.Context) (time.Time, error) {
 	return now.Add(c.Offset()), nil
 }
 
-// write runs one write through the inner store and stamps it, holding mu
-// so that no read sees the new version without its stamp.
-func (c *Clock) write(fn func() (objstore.Object, error)) (objstore.Object, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// write runs one write of key through the inner store and stamps it,
+// holding the key's lock so that no read sees the new version without its
+// stamp.
+func (c *Clock) write(key string, fn func() (objstore.Object, error)) (objstore.Object, error) {
+	kl := c.keyLock(key)
+	kl.Lock()
+	defer kl.Unlock()
+	offset := c.Offset()
 	obj, err := fn()
 	if err != nil {
 		return obj, err
 	}
-	c.written[obj.Key] = stamp{etag: obj.ETag, offset: c.offset}
-	obj.LastModified = obj.LastModified.Add(c.offset)
+	c.mu.Lock()
+	c.written[obj.Key] = stamp{etag: obj.ETag, offset: offset}
+	c.mu.Unlock()
+	obj.LastModified = obj.LastModified.Add(offset)
 	return obj, nil
 }
 
 // shift applies the offset an object was written at.
 func (c *Clock) shift(obj objstore.Object) objstore.Object {
+	kl := c.keyLock(obj.Key)
+	kl.RLock()
+	defer kl.RUnlock()
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if st, ok := c.written[obj.Key]; ok && st.etag == obj.ETag {
+	st, ok := c.written[obj.Key]
+	c.mu.RUnlock()
+	if ok && st.etag == obj.ETag {
 		obj.LastModified = obj.LastModified.Add(st.offset)
 	}
 	return obj
@@ -111,17 +127,17 @@ func (c *Clock) shift(obj objstore.Object) objstore.Object {
 
 // Put writes through and stamps the write with the current offset.
 func (c *ClockStore) Put(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	return c.write(func() (objstore.Object, error) { return c.Store.Put(ctx, key, body) })
+	return c.write(key, func() (objstore.Object, error) { return c.Store.Put(ctx, key, body) })
 }
 
 // PutIfAbsent writes through and stamps the write with the current offset.
 func (c *ClockStore) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	return c.write(func() (objstore.Object, error) { return c.Store.PutIfAbsent(ctx, key, body) })
+	return c.write(key, func() (objstore.Object, error) { return c.Store.PutIfAbsent(ctx, key, body) })
 }
 
 // PutIfMatch writes through and stamps the write with the current offset.
 func (c *ClockStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (objstore.Object, error) {
-	return c.write(func() (objstore.Object, error) { return c.Store.PutIfMatch(ctx, key, body, etag) })
+	return c.write(key, func() (objstore.Object, error) { return c.Store.PutIfMatch(ctx, key, body, etag) })
 }
 
 // Get shifts LastModified of objects written through the wrapper.
