@@ -43,7 +43,13 @@ type Worker struct {
 	Observer Observer
 	Logger   *slog.Logger
 	Tracer   trace.Tracer
-	Now      func() time.Time
+	// Now is this host's wall clock for reports and logs; it decides
+	// nothing (the store's clock does).
+	Now func() time.Time
+	// LeaseClock is the clock lease holders measure their leases with
+	// (durations only); nil uses CLOCK_BOOTTIME. Tests move it to freeze a
+	// pass.
+	LeaseClock func() time.Time
 	// Owner names this process in leases and the ledger.
 	Owner string
 	// Version of reaper, for the ledger.
@@ -168,7 +174,8 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	}
 	ns, err := lifecycle.New(store, lifecycle.Options{
 		DefaultTTL: cfg.Defaults.TTL.D(), SkewAllowance: cfg.Defaults.SkewAllowance.D(),
-		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, Logger: p.log, // lifecycle adds the root
+		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, LeaseClock: p.w.LeaseClock,
+		Logger: p.log, // lifecycle adds the root
 	})
 	if err != nil {
 		rr.Err = err
