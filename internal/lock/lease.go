@@ -104,8 +104,14 @@ func (l *Lease) Allow() (time.Duration, error) {
 
 // Verify checks the lease against the store, not only in memory: the
 // stored lease must still be the version this holder wrote (or carry its
-// token, after a renewal whose answer was lost). Anything else loses the
-// lease. It costs one request, two after an ambiguous renewal.
+// token, after a renewal whose answer was lost), and the store's clock
+// must not have passed that version's LastModified + TTL - Margin. The
+// second check is a deadline independent of the holder's own clock: a VM
+// paused by its hypervisor (CLOCK_BOOTTIME does not count that), or a wall
+// clock stepped under a local root, cannot make the holder outlive its
+// lease by more than the store's clock lags. Anything else loses the
+// lease. It costs one request (the store's clock comes with its answer),
+// two after an ambiguous renewal.
 func (l *Lease) Verify(ctx context.Context) error {
 	if err := l.Check(); err != nil {
 		return err
@@ -121,7 +127,7 @@ func (l *Lease) Verify(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("verify lock %q: %w", l.key, err)
 	case obj.ETag == etag:
-		return l.Check()
+		return l.checkStoreDeadline(ctx, obj.LastModified)
 	}
 	data, cur, err := l.c.store.Get(ctx, l.key)
 	if err != nil && !errors.Is(err, objstore.ErrNotFound) {
@@ -137,6 +143,23 @@ func (l *Lease) Verify(ctx context.Context) error {
 	l.mu.Lock()
 	l.info, l.etag = stored, cur.ETag
 	l.mu.Unlock()
+	return l.checkStoreDeadline(ctx, cur.LastModified)
+}
+
+// checkStoreDeadline loses the lease when the store's clock (a lower bound,
+// read with the lease) has reached lm + TTL - Margin, lm being the store's
+// stamp of the holder's current version. While the holder's own clock is
+// right, its deadline comes first; this one catches a holder whose clock
+// stopped while the store's ran on.
+func (l *Lease) checkStoreDeadline(ctx context.Context, lm time.Time) error {
+	now, err := l.c.store.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("verify lock %q: %w", l.key, err)
+	}
+	if end := lm.Add(l.c.ttl - l.c.margin); !now.Before(end) {
+		l.lose(fmt.Errorf("lock %q: %w: the store's clock (%s) has passed the lease's last write plus TTL minus margin (%s): this process was frozen longer than its own clock shows",
+			l.key, ErrLost, now.UTC().Format(time.RFC3339Nano), end.UTC().Format(time.RFC3339Nano)))
+	}
 	return l.Check()
 }
 

@@ -266,6 +266,32 @@ func TestVerifyAgainstStore(t *testing.T) {
 	})
 }
 
+// TestVerifyReadsTheStoresClock: a holder whose own clock stopped (a VM
+// paused by its hypervisor: CLOCK_BOOTTIME does not count that) while the
+// store's ran on loses its lease at its next Verify, before a rival may
+// take it over.
+func TestVerifyReadsTheStoresClock(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
+		ctx := t.Context()
+		lk := longLocker(s)
+		lk.Clock = func() time.Time { return time.Unix(1000, 0) } // stopped
+		lease, err := lk.Acquire(ctx, testKey)
+		require.NoError(t, err)
+		require.NoError(t, lease.Verify(ctx))
+		s.Advance(lk.TTL - lk.TTL/10 + 2*objstore.TimeResolution)
+		require.NoError(t, lease.Check(), "its own clock says nothing happened")
+		err = lease.Verify(ctx)
+		require.ErrorIs(t, err, ErrLost)
+		require.ErrorContains(t, err, "frozen longer than its own clock shows")
+		_, ferr := lease.Allow()
+		require.ErrorIs(t, ferr, ErrLost, "and the fence refuses from then on")
+		_, err = longLocker(s).Acquire(ctx, testKey)
+		require.ErrorIs(t, err, ErrLocked, "no rival could take it over yet")
+		_ = lease.Release(ctx)
+	})
+}
+
 // TestLeaseFencesItsContext: work under the lease's context is fenced by
 // the lease: mutating calls succeed while it is held and fail with
 // objstore.ErrFenced, sending nothing, once the holder's clock passes its
