@@ -446,3 +446,51 @@ func (k *keepKeys) Delete(ctx context.Context, key string) error {
 	}
 	return k.Store.Delete(ctx, key)
 }
+
+// A table whose purge committed, then was revived and dropped again by a
+// writer outside reaper (a new marker): the old commit is stale. It never
+// makes the new drop due early; status names it; a purge of the new drop
+// (once due) removes it; a revive removes it too.
+func TestAdversaryStaleCommitNeverFinishesANewDrop(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		w := newWorld(t, s)
+		ctx := context.Background()
+		p := w.proc("purger", 0)
+		lanceTable(t, s, "t", 3)
+		old := EncodeMarker(time.Now().Add(-30*day), time.Hour)
+		_, err := s.Put(ctx, CommitKey("t"), encodeCommit(Commit{Owner: "gone/1", Generation: 3, CommittedAtMs: 1, Marker: string(old)}))
+		require.NoError(t, err)
+		w.advance(time.Second)
+		_, err = p.ns.Drop(ctx, "t", day) // the new drop, a day's TTL
+		require.NoError(t, err)
+
+		st := statusOf(t, p.ns, "t")
+		require.Equal(t, StateSoftDeleted, st.State, "not partially purged: the commit names another marker")
+		require.Contains(t, st.Problem, "names an earlier marker")
+		plan, err := p.ns.PlanPurge(ctx, time.Time{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"t"}, names(plan.NotDue), "the new drop keeps its own TTL")
+		_, err = p.ns.Purge(ctx, "t", PurgeOptions{})
+		var nd *NotDueError
+		require.ErrorAs(t, err, &nd)
+		require.Len(t, keysUnder(snapshot(t, s), "t.lance/"), 10)
+
+		w.advance(day + time.Second)
+		res, err := p.ns.Purge(ctx, "t", PurgeOptions{})
+		require.NoError(t, err)
+		require.Equal(t, OutcomePurged, res.Outcome)
+		require.Empty(t, keysUnder(snapshot(t, s), "t."), "the stale commit went with the table")
+
+		// Revive clears a stale commit as well.
+		lanceTable(t, s, "u", 1)
+		_, err = s.Put(ctx, CommitKey("u"), encodeCommit(Commit{Owner: "gone/1", Marker: string(old)}))
+		require.NoError(t, err)
+		_, err = p.ns.Drop(ctx, "u", day)
+		require.NoError(t, err)
+		require.NoError(t, p.ns.Revive(ctx, "u"))
+		snap := snapshot(t, s)
+		require.NotContains(t, snap, CommitKey("u"))
+		require.NotContains(t, snap, MarkerKey("u"))
+		require.Len(t, keysUnder(snap, "u.lance/"), 8)
+	})
+}

@@ -83,7 +83,8 @@ const (
 //  2. take the table's lease (its fenced context carries all that follows);
 //     re-read the marker under it and stop if its bytes or ETag changed or
 //     it vanished; a purge commit naming this marker means finish it, one
-//     naming another marker is stale and removed; stop if a hold exists;
+//     naming another marker is stale (removed after the guard, step 4);
+//     stop if a hold exists;
 //  3. identity fence: walk <name>.lance/ once (never following a link); any
 //     object modified after the drop means a writer that ignores our lock
 //     has been there: stop with a conflict, having touched nothing;
@@ -195,13 +196,9 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	if err != nil {
 		return res, fmt.Errorf("purge %q: %w", name, err)
 	}
+	var stale *Commit // removed after the guard, before this purge commits
 	if commit != nil && !commit.Matches(body) {
-		if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), cobj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-			return res, fmt.Errorf("purge %q: remove stale purge commit: %w", name, err)
-		}
-		log.Warn("removed a stale purge commit: it named an earlier marker (the table was revived and dropped again outside reaper)",
-			"committed_by", commit.Owner, "committed_at", commit.committedAt())
-		commit = nil
+		stale, commit = commit, nil
 	}
 	now, err := ns.storeNow(ctx)
 	if err != nil {
@@ -252,6 +249,13 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	g := &guard{ns: ns, name: name, lease: lease, markerETag: mobj.ETag}
 	if err := g.check(ctx); err != nil {
 		return res, err
+	}
+	if stale != nil {
+		if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), cobj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return res, fmt.Errorf("purge %q: remove stale purge commit: %w", name, err)
+		}
+		log.Warn("removed a stale purge commit: it named an earlier marker (the table was revived and dropped again outside reaper)",
+			"committed_by", stale.Owner, "committed_at", stale.committedAt())
 	}
 	switch {
 	case commit != nil:
