@@ -6,7 +6,7 @@ DEMO_DIR  ?= $(CURDIR)/var/demo
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 
-.PHONY: run test unit lint build tools clean
+.PHONY: run test unit lint build tools clean model
 
 ## run: seed a demo database root under ./var/demo and run one purge pass on it
 run:
@@ -15,7 +15,7 @@ run:
 ## test: every test, with the race detector, against memory, local disk, a real S3 server and the
 ## real LanceDB client (installs versitygw and the npm packages on first use)
 test: tools lint build interop-deps
-	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  $(GO) test -race -count=1 -timeout 25m ./...
 	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) deploy-check
@@ -34,9 +34,15 @@ lint:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
-## tools: install the versitygw S3 test server into .tools/bin
+## tools: install the versitygw S3 test server into .tools/bin, and the spin model checker (apt)
 tools:
 	scripts/install-versitygw.sh
+	scripts/install-spin.sh
+
+## model: the spin model check of docs/PROTOCOL.md alone (model/; make test runs it too)
+model:
+	scripts/install-spin.sh
+	REAPER_REQUIRE_SPIN=1 $(GO) test -count=1 -v ./model/
 
 clean:
 	rm -rf bin var
