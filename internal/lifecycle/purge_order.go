@@ -327,6 +327,11 @@ func withLeaseCause(ctx context.Context, err error) error {
 		return err
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, lock.ErrLost) {
+		if errors.Is(err, context.Canceled) {
+			// The cancellation was the lease's doing: the chain says lease
+			// lost, not canceled, so no caller mistakes it for a shutdown.
+			return fmt.Errorf("%w (%v)", cause, err)
+		}
 		return fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
