@@ -96,7 +96,6 @@ func newNS(t *testing.T, s objstore.Store, c *clock) *Namespace {
 // (at least the fixed files below) and returns its object count.
 func lanceTable(t *testing.T, s objstore.Store, name string, n int) int {
 	t.Helper()
-	ctx := context.Background()
 	keys := []string{
 		"_versions/1.manifest", "_versions/2.manifest", "_versions/3.manifest",
 		"_transactions/0-aaaa.txn", "_transactions/1-bbbb.txn",
@@ -105,29 +104,10 @@ func lanceTable(t *testing.T, s objstore.Store, name string, n int) int {
 	for i := 0; i < n; i++ {
 		keys = append(keys, fmt.Sprintf("data/%06d-0a1b.lance", i))
 	}
-	// Sixteen writers: a table of thousands of objects on S3 takes a second,
-	// not ten.
-	work := make(chan string)
-	errs := make(chan error, len(keys))
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for k := range work {
-				if _, err := s.Put(ctx, TableDir(name)+k, []byte("payload of "+k)); err != nil {
-					errs <- err
-				}
-			}
-		})
+	for i := range keys {
+		keys[i] = TableDir(name) + keys[i]
 	}
-	for _, k := range keys {
-		work <- k
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	objstoretest.PutAll(t, s, keys, func(k string) []byte { return []byte("payload of " + strings.TrimPrefix(k, TableDir(name))) })
 	return len(keys)
 }
 

@@ -45,13 +45,7 @@ func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 			frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "a.lance/", 1)
 			cfg := baseConfig()
 			cfg.Limits.TableConcurrency = 1
-			w := f.worker(cfg, 8*day)
-			done := make(chan *Report, 1)
-			go func() {
-				rep, err := w.Pass(context.Background(), nil)
-				require.NoError(t, err)
-				done <- rep
-			}()
+			done := passAsync(t, f.worker(cfg, 8*day))
 			<-frozen.Reached()
 			if backend == "local" {
 				root := strings.TrimPrefix(f.uris[0], "file://")
@@ -89,12 +83,7 @@ func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
 			cfg := baseConfig()
 			w := f.worker(cfg, 8*day)
 			w.LeaseClock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-			done := make(chan *Report, 1)
-			go func() {
-				rep, err := w.Pass(context.Background(), nil)
-				require.NoError(t, err)
-				done <- rep
-			}()
+			done := passAsync(t, w)
 			<-frozen.Reached()
 			skew.Store(int64(cfg.Defaults.LeaseTTL.D())) // frozen past its deadline
 			frozen.Release()
@@ -135,6 +124,17 @@ func TestPassNeverEntersALinkedTable(t *testing.T) {
 	require.Equal(t, "keep", string(b))
 	_, err = f.store(0).Head(context.Background(), "evil.deleted")
 	require.NoError(t, err, "its marker stays for an operator")
+}
+
+// passAsync runs one pass of w in the background.
+func passAsync(t *testing.T, w *Worker) <-chan *Report {
+	done := make(chan *Report, 1)
+	go func() {
+		rep, err := w.Pass(context.Background(), nil)
+		require.NoError(t, err)
+		done <- rep
+	}()
+	return done
 }
 
 // lifecycleStatus reads one table's status from root 0.

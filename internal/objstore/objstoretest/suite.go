@@ -77,18 +77,25 @@ func NewTestPrefix() string {
 	return "reaper-test-" + hex.EncodeToString(b[:]) + "/"
 }
 
-// putMany writes each key with its own name as body, from a few goroutines
-// so backends with per-write fsyncs or round trips stay fast.
+// putMany writes each key with its own name as body.
 func putMany(t *testing.T, s objstore.Store, keys []string) {
 	t.Helper()
-	ctx := t.Context()
+	PutAll(t, s, keys, func(k string) []byte { return []byte(k) })
+}
+
+// PutAll writes every key with body(key), from sixteen goroutines so
+// backends with per-write fsyncs or round trips stay fast, and fails the
+// test on any error.
+func PutAll(t testing.TB, s objstore.Store, keys []string, body func(key string) []byte) {
+	t.Helper()
+	ctx := context.Background()
 	work := make(chan string)
 	errs := make(chan error, len(keys))
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
 			for k := range work {
-				if _, err := s.Put(ctx, k, []byte(k)); err != nil {
+				if _, err := s.Put(ctx, k, body(k)); err != nil {
 					errs <- err
 				}
 			}
