@@ -83,10 +83,13 @@ func (c *clock) record(h http.Header, local time.Time) (date time.Time, ok bool)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Keep the greatest store time, not the latest arrival: answers of
-	// concurrent requests are recorded in any order, and an equal Date that
-	// arrived earlier bounds the store's clock more tightly.
-	if c.latest.local.IsZero() || store.After(c.latest.store) {
+	// Keep the reading that extrapolates furthest (the greatest store time
+	// minus arrival), not the latest or the greatest Date: every reading is
+	// a lower bound, so the greatest extrapolation is one too, and Now never
+	// steps back when a newer answer carries a Date truncated further (a
+	// Date of 10:00:01 arriving at 10:00:01.9 bounds less than 10:00:00
+	// that arrived at 10:00:00.0, extrapolated).
+	if c.latest.local.IsZero() || store.Sub(c.latest.store) > local.Sub(c.latest.local) {
 		c.latest = reading{store: store, local: local}
 	}
 	if local.After(c.seen) {
