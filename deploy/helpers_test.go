@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -140,15 +141,54 @@ func writeTable(t testing.TB, dir, name string, mtime time.Time) {
 	}
 }
 
-// writeDueTable writes a table dropped a day ago with a one-hour TTL, the
-// way Lance's drop_table leaves it: data older than the drop, and the marker
-// <name>.deleted. It is due, and above safety.min_ttl.
+// writeDueTable writes a table the way Lance's drop_table leaves it: the
+// data, then the marker <name>.deleted dated now by this host's clock with a
+// one-millisecond TTL. reaper judges due-ness by the store's clock against
+// both deleted_at_ms + ttl_ms and the marker's LastModified + ttl_ms (on a
+// local disk the later of mtime and ctime, which os.Chtimes cannot set back),
+// so no marker can be back-dated into being due: the table becomes due once
+// the store's clock has passed the marker (waitDue waits for that), and a
+// pass purges it only with safety.allow_short_ttl, its TTL being below
+// safety.min_ttl. Its files are written before the marker, so they predate
+// the drop, as the identity fence requires.
 func writeDueTable(t testing.TB, dir, name string) {
 	t.Helper()
-	now := time.Now()
-	writeTable(t, dir, name, now.Add(-48*time.Hour))
-	marker := fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":%d}`, now.Add(-24*time.Hour).UnixMilli(), time.Hour.Milliseconds())
+	writeTable(t, dir, name, time.Now())
+	marker := fmt.Sprintf(`{"deleted_at_ms":%d,"ttl_ms":1}`, time.Now().UnixMilli())
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".deleted"), []byte(marker), 0o644))
+}
+
+// waitDue polls `reaper status -o json` until every named table of root is
+// due by the store's clock, which reaper reads (a local disk: the kernel's
+// clock; S3: the Date header, a lower bound that may trail this host's clock
+// by a couple of seconds). flags are extra status flags (storage options).
+func waitDue(t testing.TB, root string, flags []string, names ...string) {
+	t.Helper()
+	args := append(append([]string{"status", "--root", root, "-o", "json"}, flags...), names...)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := runReaper(t, nil, args...)
+		require.Equal(t, 0, r.code, "reaper status: %s", r)
+		var st []struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
+			Due   bool   `json:"due"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &st), "reaper status -o json: %s", r)
+		require.Len(t, st, len(names), "reaper status: %s", r)
+		var notDue []string
+		for _, e := range st {
+			require.Equal(t, "soft_deleted", e.State, "%s/%s: %s", root, e.Name, r)
+			if !e.Due {
+				notDue = append(notDue, e.Name)
+			}
+		}
+		if len(notDue) == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s: %v not due within 10s by the store's clock: %s", root, notDue, r)
+		time.Sleep(20 * time.Millisecond) // polling the store's clock past the TTL, not synchronizing
+	}
 }
 
 // tableExists reports whether dir/<name>.lance still holds data.

@@ -194,6 +194,10 @@ func newPushgateway(t *testing.T) *pushgateway {
 	return pg
 }
 
+// allowShortTTL is safety.allow_short_ttl's variable: the pods' tests set it
+// to purge the tables writeDueTable drops with a TTL below safety.min_ttl.
+const allowShortTTL = "REAPER_SAFETY_ALLOW_SHORT_TTL"
+
 // TestCronJobPodsPass runs the CronJobs' pods: each pass succeeds (not
 // partial: every root and discover parent in the mounted configuration is
 // there), purges the due tables, keeps the live ones, and the Pushgateway
@@ -205,7 +209,10 @@ func TestCronJobPodsPass(t *testing.T) {
 			p := cronJobOf(t, dir)
 			c := p.reaperContainers()[0]
 			s := newSandbox(t, p, c)
-			overrides := map[string]string{}
+			// The due tables have a TTL below safety.min_ttl (see
+			// writeDueTable): allow it for this run, as an operator would
+			// set one variable on the pod.
+			overrides := map[string]string{allowShortTTL: "true"}
 
 			// The databases: the configured root, or REAPER_ROOTS' roots.
 			roots := []string{"/var/lib/lancedb"}
@@ -241,6 +248,9 @@ func TestCronJobPodsPass(t *testing.T) {
 					writeDueTable(t, tenant, "dropped")
 					due = append(due, table{tenant, "dropped"})
 				}
+			}
+			for _, tb := range due {
+				waitDue(t, tb.dir, nil, tb.name)
 			}
 
 			var pg *pushgateway
@@ -330,13 +340,15 @@ func TestDeploymentPodsServe(t *testing.T) {
 			db := s.dir(root)
 			writeTable(t, db, "live", time.Now().Add(-time.Hour))
 			writeDueTable(t, db, "dropped")
+			waitDue(t, db, nil, "dropped")
 
 			// The probes' port is listen's; a free one stands in for :9090.
 			addr := freeAddr(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, reaperBin(t), s.args(nil)...)
-			cmd.Env = append(baseEnv(t), s.env(map[string]string{"REAPER_LISTEN": addr})...)
+			// The due table's TTL is below safety.min_ttl (writeDueTable).
+			cmd.Env = append(baseEnv(t), s.env(map[string]string{"REAPER_LISTEN": addr, allowShortTTL: "true"})...)
 			var stdout, stderr lockedBuffer // written by the process while the test reads
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Start())

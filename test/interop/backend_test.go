@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -44,10 +47,11 @@ type backend interface {
 	put(t *testing.T, key string, body []byte)
 	// get returns nil when the key does not exist.
 	get(t *testing.T, key string) []byte
-	// age makes a table look written long ago, where the storage allows it,
-	// and returns the deleted_at and TTL a due Lance-form marker should carry
-	// so that the files predate deleted_at + the skew allowance.
-	age(t *testing.T, table string) (deletedAt time.Time, ttl time.Duration)
+	// storeNow reads the store's clock, the one that stamps LastModified
+	// and that reaper judges due-ness by: a lower bound of it, as reaper
+	// reads it (local: the kernel's clock; S3: the Date header, whole
+	// seconds, which versitygw refreshes once a second).
+	storeNow(t *testing.T) time.Time
 }
 
 // localBackend is a root directory on the local disk.
@@ -132,23 +136,11 @@ func (b *localBackend) get(t *testing.T, key string) []byte {
 	return body
 }
 
-// age sets every file and directory of the table back nine days: a marker
-// dated eight days ago with a seven-day TTL is then due and passes the
-// identity fence, as a table dropped by Lance a week ago would.
-func (b *localBackend) age(t *testing.T, table string) (time.Time, time.Duration) {
-	t.Helper()
-	now := time.Now()
-	old := now.Add(-9 * 24 * time.Hour)
-	err := filepath.WalkDir(filepath.Join(b.dir, table+".lance"), func(path string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Chtimes(path, old, old)
-	})
-	if err != nil {
-		t.Fatalf("age %s: %v", table, err)
-	}
-	return now.Add(-8 * 24 * time.Hour), 7 * 24 * time.Hour
+// storeNow is the kernel's clock, which stamps every file's ctime (reaper's
+// LastModified is the later of mtime and ctime), in the milliseconds a
+// marker carries.
+func (b *localBackend) storeNow(*testing.T) time.Time {
+	return time.Now().Truncate(time.Millisecond)
 }
 
 // s3Backend is a root under a prefix of a fresh versitygw bucket.
@@ -254,8 +246,22 @@ func (b *s3Backend) get(t *testing.T, key string) []byte {
 	return body
 }
 
-// age cannot back-date objects on S3: the marker is dated now, after every
-// object of the table, with a one-second TTL (purged with --allow-short-ttl).
-func (b *s3Backend) age(t *testing.T, table string) (time.Time, time.Duration) {
-	return time.Now(), time.Second
+// storeNow is the Date header of a HeadBucket answer: the server's clock
+// truncated to the second when it wrote the header, a lower bound of it.
+// Every later answer carries a Date at least as late.
+func (b *s3Backend) storeNow(t *testing.T) time.Time {
+	t.Helper()
+	out, err := b.srv.Client.HeadBucket(ctxT(t), &s3.HeadBucketInput{Bucket: aws.String(b.srv.Bucket)})
+	if err != nil {
+		t.Fatalf("head s3 bucket %s: %v", b.srv.Bucket, err)
+	}
+	resp, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response)
+	if !ok || resp == nil {
+		t.Fatalf("head s3 bucket %s: no raw HTTP response", b.srv.Bucket)
+	}
+	date, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		t.Fatalf("head s3 bucket %s: Date header %q: %v", b.srv.Bucket, resp.Header.Get("Date"), err)
+	}
+	return date
 }

@@ -69,12 +69,16 @@ func (s *scenario) createRoot(t *testing.T) {
 	}
 }
 
-// placeMarkers writes the markers reaper did not write: a due one in the
-// form Lance writes (other key order, whitespace, an unknown key) and three
-// bad ones next to real tables.
+// placeMarkers writes the markers reaper did not write: one in the form
+// Lance writes (other key order, whitespace, an unknown key) and three bad
+// ones next to real tables. The Lance-form marker is dated now by this
+// host's clock, as Lance dates its own, with a one-millisecond TTL: nothing
+// can back-date it (reaper judges due-ness by the marker's LastModified too,
+// stamped by the store, and reads ctime on a local disk), so the table is due
+// once the store's clock has passed it (statusBeforePurge waits for that),
+// and its files, written by createRoot, predate the drop.
 func (s *scenario) placeMarkers(t *testing.T) {
-	deletedAt, ttl := s.b.age(t, tAged)
-	s.b.put(t, tAged+".deleted", fmt.Appendf(nil, "{\n  \"ttl_ms\": %d,\n  \"deleted_at_ms\": %d,\n  \"by\": \"lance\"\n}\n", ttl.Milliseconds(), deletedAt.UnixMilli()))
+	s.b.put(t, tAged+".deleted", fmt.Appendf(nil, "{\n  \"ttl_ms\": %d,\n  \"deleted_at_ms\": %d,\n  \"by\": \"lance\"\n}\n", agedTTL.Milliseconds(), time.Now().UnixMilli()))
 
 	s.b.put(t, tBadGarbage+".deleted", []byte("this is not a marker {"))
 	s.b.put(t, tBadNegative+".deleted", []byte(`{"deleted_at_ms": -1767225600000, "ttl_ms": 1000}`))
@@ -82,11 +86,18 @@ func (s *scenario) placeMarkers(t *testing.T) {
 	s.b.put(t, tBadFuture+".deleted", fmt.Appendf(nil, `{"deleted_at_ms":%d,"ttl_ms":1}`, future))
 }
 
+// agedTTL is the TTL of tAged's Lance-form marker.
+const agedTTL = time.Millisecond
+
 var compactMarker = regexp.MustCompile(`^\{"deleted_at_ms":[0-9]+,"ttl_ms":([0-9]+)\}$`)
 
-// dropWithCLI soft-deletes four tables with `reaper drop`.
+// dropWithCLI soft-deletes four tables with `reaper drop`, which dates the
+// markers by the store's clock: no earlier than the store's clock read
+// before the drop (on S3 a Date header, which may trail this host's clock by
+// up to two seconds), and not after this host's clock plus S3's one-second
+// resolution.
 func (s *scenario) dropWithCLI(t *testing.T) {
-	start := time.Now()
+	start := s.b.storeNow(t)
 	out, code := s.cli.run(t, "drop", "--ttl", "1s", tOldLogs, tConflict, tOverwritten)
 	require.Equal(t, 0, code, "reaper drop: %s", out)
 	out, code = s.cli.run(t, "drop", "--ttl", "30d", tArchive)
@@ -100,7 +111,7 @@ func (s *scenario) dropWithCLI(t *testing.T) {
 		assert.Equal(t, fmt.Sprint(ttl.Milliseconds()), string(m[1]), "%s.deleted ttl_ms", name)
 		st := s.status(t, name)
 		assert.Equal(t, reaper.StateSoftDeleted, st.State, name)
-		assert.WithinRange(t, st.DeletedAt, start.Add(-time.Second), time.Now().Add(time.Second), "%s deleted_at", name)
+		assert.WithinRange(t, st.DeletedAt, start, time.Now().Add(time.Second), "%s deleted_at", name)
 	}
 }
 
@@ -159,23 +170,36 @@ func (s *scenario) writeAfterDrop(t *testing.T) {
 	assert.NotNil(t, s.b.get(t, tHardDropped+".deleted"), "LanceDB's dropTable removed the marker of %s", tHardDropped)
 }
 
-// statusBeforePurge: once the 1s TTLs have passed, status (CLI) and the
-// plan (Go package) say what the purge will do, and why for bad markers.
+// statusBeforePurge: once the short TTLs have passed by the store's clock,
+// status (CLI) and the plan (Go package) say what the purge will do, and why
+// for bad markers. Both read the store's clock, each its own lower bound of
+// it, so the test polls until both see every short-TTL table due.
 func (s *scenario) statusBeforePurge(t *testing.T) {
 	dueNames := sorted(append([]string{tHardDropped}, append(purged, conflicts...)...))
 	ctx := ctxT(t)
 	deadline := time.Now().Add(30 * time.Second)
+	var st map[string]statusJSON
 	for {
 		due, err := s.ns.ListPurgeable(ctx, time.Now())
 		require.NoError(t, err)
 		got := namesOf(due)
+		var cliDue []string
 		if slices.Equal(got, dueNames) {
-			break
+			st = s.cli.status(t)
+			for n, e := range st {
+				if e.Due {
+					cliDue = append(cliDue, n)
+				}
+			}
+			slices.Sort(cliDue)
+			if slices.Equal(cliDue, dueNames) {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ListPurgeable = %v, want %v", got, dueNames)
+			t.Fatalf("ListPurgeable = %v, reaper status due = %v, want %v", got, cliDue, dueNames)
 		}
-		time.Sleep(50 * time.Millisecond) // polling the TTL, not synchronizing
+		time.Sleep(50 * time.Millisecond) // polling the store's clock past the TTLs, not synchronizing
 	}
 	plan, err := s.ns.PlanPurge(ctx, time.Now())
 	require.NoError(t, err)
@@ -183,7 +207,6 @@ func (s *scenario) statusBeforePurge(t *testing.T) {
 	assert.Equal(t, []string{tArchive, tStaging}, namesOf(plan.NotDue), "plan: not due")
 	assert.Equal(t, sorted(live), namesOf(plan.Live), "plan: live")
 
-	st := s.cli.status(t)
 	require.ElementsMatch(t, allTables, slices.Collect(maps.Keys(st)), "reaper status names")
 	for _, n := range live {
 		assert.Equal(t, "exists", st[n].State, n)
