@@ -119,18 +119,10 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	} else if c != nil && c.Matches(body) {
 		commit = c
 	}
-	now, err := ns.storeNow(ctx)
-	if err != nil {
-		return res, fmt.Errorf("purge %q: %w", name, err)
-	}
-	st := TableStatus{Commit: commit}
-	ns.fillMarker(&st, m, mobj.LastModified, now)
+	st, err := ns.judge(ctx, name, m, mobj.LastModified, commit)
 	res.DeletedAt, res.PurgeAfter = st.DeletedAt, st.PurgeAfter
-	if st.FutureDated {
-		return res, fmt.Errorf("purge %q: %w: %s", name, ErrNotPurgeable, st.Problem)
-	}
-	if !st.Due(now) {
-		return res, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
+	if err != nil {
+		return res, err
 	}
 
 	if opts.DryRun {
@@ -200,18 +192,10 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	if commit != nil && !commit.Matches(body) {
 		stale, commit = commit, nil
 	}
-	now, err := ns.storeNow(ctx)
-	if err != nil {
-		return res, fmt.Errorf("purge %q: %w", name, err)
-	}
-	st := TableStatus{Commit: commit}
-	ns.fillMarker(&st, m, mobj.LastModified, now)
+	st, err := ns.judge(ctx, name, m, mobj.LastModified, commit)
 	res.DeletedAt, res.PurgeAfter, res.Committed = st.DeletedAt, st.PurgeAfter, commit != nil
-	switch {
-	case st.FutureDated:
-		return res, fmt.Errorf("purge %q: %w: %s", name, ErrNotPurgeable, st.Problem)
-	case !st.Due(now):
-		return res, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
+	if err != nil {
+		return res, err
 	}
 	// A hold placed before this read is seen here; one placed later is seen
 	// by the guard before the commit and before every batch.
@@ -316,6 +300,25 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	}
 	log.Info("purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
 	return res, nil
+}
+
+// judge decides, by the store's clock, whether the marker m (stored with
+// LastModified lm, maybe committed) may be purged now: an error wrapping
+// ErrNotPurgeable when it is future-dated or not due.
+func (ns *Namespace) judge(ctx context.Context, name string, m Marker, lm time.Time, commit *Commit) (TableStatus, error) {
+	st := TableStatus{Commit: commit}
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return st, fmt.Errorf("purge %q: %w", name, err)
+	}
+	ns.fillMarker(&st, m, lm, now)
+	switch {
+	case st.FutureDated:
+		return st, fmt.Errorf("purge %q: %w: %s", name, ErrNotPurgeable, st.Problem)
+	case !st.Due(now):
+		return st, &NotDueError{Name: name, PurgeAfter: st.PurgeAfter}
+	}
+	return st, nil
 }
 
 // withLeaseCause makes an error that stopped work under a lost lease say so
