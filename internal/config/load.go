@@ -22,9 +22,11 @@ const EnvJobCompletionIndex = "JOB_COMPLETION_INDEX"
 // to the configuration; UnknownEnv does not report them.
 var ignoredEnv = struct{ names, prefixes []string }{
 	names: []string{
-		"REAPER_VERSITYGW",   // objstoretest: versitygw binary
-		"REAPER_REQUIRE_S3",  // objstoretest: fail instead of skip without S3
-		"REAPER_LOCAL_CHILD", // objstore/local cross-process test child
+		"REAPER_VERSITYGW",    // objstoretest: versitygw binary
+		"REAPER_REQUIRE_S3",   // objstoretest: fail instead of skip without S3
+		"REAPER_REQUIRE_SPIN", // model: fail instead of skip without spin
+		"REAPER_CLOCK_OFFSET", // cmd/reaper: shifts the wall clock (chaos replicas)
+		"REAPER_LOCAL_CHILD",  // objstore/local cross-process test child
 		"REAPER_LOCAL_CHILD_ID",
 		"REAPER_LOCK_TEST_CHILD", // lock cross-process test child
 	},

@@ -189,6 +189,7 @@ func TestUnknownEnv(t *testing.T) {
 	err := UnknownEnv([]string{
 		"PATH=/bin", "REAPER_SCHEDULE=@hourly", "REAPER_ROOTS=/a",
 		"REAPER_TEST_S3_ENDPOINT=http://x", "REAPER_VERSITYGW=/bin/v", "REAPER_REQUIRE_S3=1",
+		"REAPER_REQUIRE_SPIN=1", "REAPER_CLOCK_OFFSET=-90s",
 		"REAPER_LOCAL_CHILD=1", "REAPER_LOCAL_CHILD_ID=2", "REAPER_LOCK_TEST_CHILD=1", "REAPER_LOCK_TEST_DIR=/t",
 	})
 	require.NoError(t, err)
