@@ -178,6 +178,35 @@ func TestAdversaryPausedPurgeAfterRevive(t *testing.T) {
 	})
 }
 
+// Scenario 2, just after the lease: a purge frozen between taking the lease
+// and re-reading the marker under it, for longer than its lease; another
+// process takes the lease over and revives the table. On resume the purge
+// finds the marker gone, and must say why: its lease was lost (a failure,
+// alerted), not a conflict (a skip).
+func TestAdversaryPausedAfterTheLeaseReportsItLost(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		w := newWorld(t, s)
+		purger, reviver := w.proc("purger", 0), w.proc("reviver", 0)
+		dueTable(t, w, purger, "t", 20)
+		// The plan's read of the marker is the first Get; the one under
+		// the lease is the second.
+		frozen := purger.pause.PauseBefore(objstoretest.OpGet, MarkerKey("t"), 1)
+		done := purger.purgeAsync("t", PurgeOptions{})
+		<-frozen.Reached()
+		_, err := s.Head(context.Background(), LockKey("t"))
+		require.NoError(t, err, "frozen under its lease")
+		w.advance(leaseGone)
+		require.NoError(t, reviver.ns.Revive(context.Background(), "t"))
+		revived := snapshot(t, s)
+		frozen.Release()
+		r := <-done
+		require.ErrorIs(t, r.err, lock.ErrLost)
+		var conflict *ConflictError
+		require.False(t, errors.As(r.err, &conflict), "not a conflict: %v", r.err)
+		requireSameData(t, revived, snapshot(t, s), "the purge touched the revived table")
+	})
+}
+
 // Scenario 2, mid-batch: a purge frozen with a delete batch in hand (its
 // guard passed, the request not yet sent) for longer than its lease. A
 // second purge takes the lease over and finishes the table. The first
