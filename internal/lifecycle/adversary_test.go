@@ -178,33 +178,58 @@ func TestAdversaryPausedPurgeAfterRevive(t *testing.T) {
 	})
 }
 
-// Scenario 2, just after the lease: a purge frozen between taking the lease
-// and re-reading the marker under it, for longer than its lease; another
-// process takes the lease over and revives the table. On resume the purge
-// finds the marker gone, and must say why: its lease was lost (a failure,
-// alerted), not a conflict (a skip).
-func TestAdversaryPausedAfterTheLeaseReportsItLost(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
-		w := newWorld(t, s)
-		purger, reviver := w.proc("purger", 0), w.proc("reviver", 0)
-		dueTable(t, w, purger, "t", 20)
+// Scenario 2, conflicts under a lost lease: a purge frozen for longer than
+// its lease, between taking the lease and re-reading the marker under it,
+// or before its final walk; another process takes the lease over and
+// revives the table, or purges it and a user creates it again under the
+// same keys. On resume the purge finds the marker gone, or files it never
+// saw, and must say why: its lease was lost (a failure, alerted), not a
+// conflict (a skip).
+func TestAdversaryConflictUnderALostLeaseIsLeaseLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   objstoretest.Op
+		key  string
+		skip int
+		then func(t *testing.T, w *world, s objstore.Store)
+	}{
 		// The plan's read of the marker is the first Get; the one under
 		// the lease is the second.
-		frozen := purger.pause.PauseBefore(objstoretest.OpGet, MarkerKey("t"), 1)
-		done := purger.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
-		_, err := s.Head(context.Background(), LockKey("t"))
-		require.NoError(t, err, "frozen under its lease")
-		w.advance(leaseGone)
-		require.NoError(t, reviver.ns.Revive(context.Background(), "t"))
-		revived := snapshot(t, s)
-		frozen.Release()
-		r := <-done
-		require.ErrorIs(t, r.err, lock.ErrLost)
-		var conflict *ConflictError
-		require.False(t, errors.As(r.err, &conflict), "not a conflict: %v", r.err)
-		requireSameData(t, revived, snapshot(t, s), "the purge touched the revived table")
-	})
+		{"before the marker's re-read, revived", objstoretest.OpGet, MarkerKey("t"), 1, func(t *testing.T, w *world, _ objstore.Store) {
+			require.NoError(t, w.proc("reviver", 0).ns.Revive(context.Background(), "t"))
+		}},
+		// The first walk is the fence's; the second finds the leftovers.
+		{"before the final walk, purged and created again", objstoretest.OpWalkStart, "t.lance/", 1, func(t *testing.T, w *world, s objstore.Store) {
+			// The frozen purge had deleted the data: the second finishes
+			// its commit and marker.
+			_, err := w.proc("second", 0).ns.Purge(context.Background(), "t", PurgeOptions{})
+			require.NoError(t, err)
+			require.Empty(t, keysUnder(snapshot(t, s), "t."))
+			lanceTable(t, s, "t", 3)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, s objstore.Store) {
+				w := newWorld(t, s)
+				purger := w.proc("purger", 0)
+				dueTable(t, w, purger, "t", 20)
+				frozen := purger.pause.PauseBefore(tc.op, tc.key, tc.skip)
+				done := purger.purgeAsync("t", PurgeOptions{})
+				<-frozen.Reached()
+				_, err := s.Head(context.Background(), LockKey("t"))
+				require.NoError(t, err, "frozen under its lease")
+				w.advance(leaseGone)
+				tc.then(t, w, s)
+				after := snapshot(t, s)
+				frozen.Release()
+				r := <-done
+				require.ErrorIs(t, r.err, lock.ErrLost)
+				var conflict *ConflictError
+				require.False(t, errors.As(r.err, &conflict), "not a conflict: %v", r.err)
+				requireSameData(t, after, snapshot(t, s), "the resumed purge touched the table")
+			})
+		})
+	}
 }
 
 // Scenario 2, mid-batch: a purge frozen with a delete batch in hand (its

@@ -144,7 +144,7 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	defer ns.release(lease, name)
 	lctx := lease.Context()
 	res, err = ns.purgeUnderLease(lctx, lease, name, body, mobj, res, opts)
-	return res, withLeaseCause(lctx, err)
+	return res, withLeaseCause(lctx, lostOr(lctx, lease, err))
 }
 
 // dryRun checks the hold and the identity fence and counts what a purge
@@ -176,13 +176,13 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	body, mobj, err := ns.store.Get(ctx, MarkerKey(name))
 	if err != nil {
 		if errors.Is(err, objstore.ErrNotFound) {
-			return res, lostOr(ctx, lease, &ConflictError{Name: name, Reason: "marker vanished while taking the lock (revived or purged by another process)"})
+			return res, &ConflictError{Name: name, Reason: "marker vanished while taking the lock (revived or purged by another process)"}
 		}
 		return res, fmt.Errorf("purge %q: re-read marker under lock: %w", name, err)
 	}
 	m, perr := ParseMarker(body)
 	if mobj.ETag != plannedObj.ETag || perr != nil || (plannedBody != nil && !bytes.Equal(plannedBody, body)) {
-		return res, lostOr(ctx, lease, &ConflictError{Name: name, Reason: "marker changed while taking the lock (revived and dropped again?); the next pass re-reads it"})
+		return res, &ConflictError{Name: name, Reason: "marker changed while taking the lock (revived and dropped again?); the next pass re-reads it"}
 	}
 	commit, cobj, err := ns.readCommit(ctx, name)
 	if err != nil {
@@ -340,15 +340,21 @@ func withLeaseCause(ctx context.Context, err error) error {
 	return err
 }
 
-// lostOr returns the lease's loss instead of conflict when the lease is
-// lost: a holder paused past its deadline that finds the marker gone finds
-// it gone because another process took its lease over, and must say so (a
-// lost lease is a failure, counted and alerted; a conflict is a skip).
-func lostOr(ctx context.Context, lease *lock.Lease, conflict error) error {
-	if err := lease.Verify(ctx); errors.Is(err, lock.ErrLost) {
+// lostOr returns the lease's loss instead of a conflict found under it when
+// the lease is lost: a holder paused past its deadline that finds the
+// marker gone, or new files in the table, finds them because another
+// process took its lease over (and revived or recreated the table), and
+// must say so: a lost lease is a failure, counted and alerted; a conflict
+// is a skip.
+func lostOr(ctx context.Context, lease *lock.Lease, err error) error {
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) {
 		return err
 	}
-	return conflict
+	if verr := lease.Verify(ctx); errors.Is(verr, lock.ErrLost) {
+		return verr
+	}
+	return err
 }
 
 // fence returns the identity check for one object of a table: an object

@@ -37,7 +37,9 @@ type Pause struct {
 type Op string
 
 // The operations a Pause can stop. OpWalk stops a walk after its first
-// page was handed to the caller, before the next one is read.
+// page was handed to the caller, before the next one is read (a walk that
+// finds nothing never stops there); OpWalkStart stops it before it reads
+// anything.
 const (
 	OpDeleteBatch   Op = "delete_batch"
 	OpDelete        Op = "delete"
@@ -45,6 +47,7 @@ const (
 	OpPutIfAbsent   Op = "put_if_absent"
 	OpPutIfMatch    Op = "put_if_match"
 	OpWalk          Op = "walk"
+	OpWalkStart     Op = "walk_start"
 	OpHead          Op = "head"
 	OpGet           Op = "get"
 )
@@ -174,8 +177,12 @@ func (p *Pauser) Get(ctx context.Context, key string) ([]byte, objstore.Object, 
 	return p.Store.Get(ctx, key)
 }
 
-// Walk may freeze after its first page, before the rest is read.
+// Walk may freeze before it starts, or after its first page, before the
+// rest is read.
 func (p *Pauser) Walk(ctx context.Context, prefix string, fn func([]objstore.Object) error) error {
+	if err := p.take(OpWalkStart, prefix).wait(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
 	pa := p.take(OpWalk, prefix)
 	first := true
 	return p.Store.Walk(ctx, prefix, func(objs []objstore.Object) error {
