@@ -420,6 +420,32 @@ func TestAdversaryPartialPurgeIsNotRevivable(t *testing.T) {
 	})
 }
 
+// Scenario 7, at the end: a purge that deleted all the data and stopped
+// before removing its commit leaves a table status calls partially_purged;
+// revive says the same ("partially purged: cannot revive"), not "not found".
+func TestAdversaryCommittedWithoutDataIsPartiallyPurged(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		w := newWorld(t, s)
+		ctx := context.Background()
+		p := w.proc("purger", 0)
+		dueTable(t, w, p, "t", 20)
+		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatch, CommitKey("t"), 0)
+		done := p.purgeAsync("t", PurgeOptions{})
+		<-frozen.Reached()
+		require.Empty(t, keysUnder(snapshot(t, s), "t.lance/"), "the data is gone")
+		other := w.proc("operator", 0)
+		require.Equal(t, StatePurging, statusOf(t, other.ns, "t").State, "partially purged, under a live lease")
+		err := other.ns.Revive(ctx, "t")
+		require.ErrorIs(t, err, ErrPartiallyPurged)
+		require.ErrorContains(t, err, "partially purged: cannot revive")
+		require.ErrorContains(t, err, "run purge to finish it")
+		frozen.Release()
+		r := <-done
+		require.NoError(t, r.err)
+		require.Empty(t, keysUnder(snapshot(t, s), "t."))
+	})
+}
+
 // Scenario 12: a lease lost in the middle of the deletes is a failure
 // (errors.Is lock.ErrLost), not an interruption, on every backend.
 func TestAdversaryLostLeaseIsAFailure(t *testing.T) {

@@ -43,6 +43,12 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 		return fmt.Errorf("revive %q: %w", name, err)
 	}
 	if !exists {
+		// A purge that committed and then stopped is partially purged
+		// whatever it had deleted: say so, as status does.
+		if c, _, cerr := ns.readCommit(ctx, name); cerr == nil && c != nil && c.Matches(body) {
+			return fmt.Errorf("revive %q: %w: a purge committed at %s (%s) and deleted its data; run purge to finish it",
+				name, ErrPartiallyPurged, c.committedAt().UTC().Format(time.RFC3339), c.Owner)
+		}
 		return fmt.Errorf("revive %q: %w: its data is gone (purged); run purge to remove the orphan marker", name, ErrNotFound)
 	}
 	lease, err := ns.locker.Acquire(ctx, LockKey(name))
