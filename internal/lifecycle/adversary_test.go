@@ -446,6 +446,32 @@ func TestAdversaryCommittedWithoutDataIsPartiallyPurged(t *testing.T) {
 	})
 }
 
+// Scenario 12, at the last step: the purge's marker delete lands, the
+// process freezes before it reads the answer and wakes past its lease; the
+// answer is lost and its retry refused. The table is gone (data, commit,
+// marker, all deleted under the lease): it is reported purged, not
+// failed, so exactly one purge counts it.
+func TestAdversaryLostAnswerOfTheMarkerDelete(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		w := newWorld(t, s)
+		ctx := context.Background()
+		p := w.proc("purger", 0)
+		n := dueTable(t, w, p, "t", 20)
+		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatch, MarkerKey("t"), 0)
+		done := p.purgeAsync("t", PurgeOptions{})
+		<-frozen.Reached()
+		// What the frozen request did, as the store saw it.
+		require.NoError(t, s.Delete(ctx, MarkerKey("t")))
+		w.advance(leaseGone)
+		frozen.Release()
+		r := <-done
+		require.NoError(t, r.err)
+		require.Equal(t, OutcomePurged, r.res.Outcome)
+		require.Equal(t, int64(n), r.res.Objects)
+		require.Empty(t, keysUnder(snapshot(t, s), "t."))
+	})
+}
+
 // Scenario 12: a lease lost in the middle of the deletes is a failure
 // (errors.Is lock.ErrLost), not an interruption, on every backend.
 func TestAdversaryLostLeaseIsAFailure(t *testing.T) {

@@ -296,7 +296,15 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		}
 	}
 	if err := ns.store.DeleteIfMatch(ctx, MarkerKey(name), mobj.ETag); err != nil {
-		return res, fmt.Errorf("purge %q: delete marker: %w", name, err)
+		if !ns.markerGone(ctx, name) {
+			return res, fmt.Errorf("purge %q: delete marker: %w", name, err)
+		}
+		// The delete landed and its answer was lost (the process paused
+		// past its lease while it was in flight, or the connection broke),
+		// and its retry was refused or found nothing to match. The data
+		// and the commit were deleted under this lease and no revive
+		// accepts a table without data: the table is purged.
+		log.Warn("the marker delete's answer was lost, but the marker is gone: the table is purged", "error", err)
 	}
 	log.Info("purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
 	return res, nil
@@ -338,6 +346,15 @@ func withLeaseCause(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
+}
+
+// markerGone reports whether the store no longer holds name's marker. It
+// reads with its own deadline: the lease's context may be cancelled.
+func (ns *Namespace) markerGone(ctx context.Context, name string) bool {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := ns.store.Head(hctx, MarkerKey(name))
+	return errors.Is(err, objstore.ErrNotFound)
 }
 
 // lostOr returns the lease's loss instead of a conflict found under it when
