@@ -457,17 +457,42 @@ func TestAdversaryLostAnswerOfTheMarkerDelete(t *testing.T) {
 		ctx := context.Background()
 		p := w.proc("purger", 0)
 		n := dueTable(t, w, p, "t", 20)
-		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatch, MarkerKey("t"), 0)
+		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatchAnswer, MarkerKey("t"), 0)
 		done := p.purgeAsync("t", PurgeOptions{})
 		<-frozen.Reached()
-		// What the frozen request did, as the store saw it.
-		require.NoError(t, s.Delete(ctx, MarkerKey("t")))
+		_, err := s.Head(ctx, MarkerKey("t"))
+		require.ErrorIs(t, err, objstore.ErrNotFound, "the delete landed")
 		w.advance(leaseGone)
 		frozen.Release()
 		r := <-done
 		require.NoError(t, r.err)
 		require.Equal(t, OutcomePurged, r.res.Outcome)
 		require.Equal(t, int64(n), r.res.Objects)
+		require.Empty(t, keysUnder(snapshot(t, s), "t."))
+	})
+}
+
+// ... and the other way round: the purge freezes before its marker delete
+// is sent and wakes past its lease, after a second purge took the lease
+// over and removed the marker (an orphan by then). The first purge's
+// delete is refused by the fence; the marker is gone, but not by its hand:
+// it reports lease_lost, and only the second counts the table.
+func TestAdversaryMarkerRemovedByTheTakeover(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		w := newWorld(t, s)
+		ctx := context.Background()
+		p := w.proc("purger", 0)
+		dueTable(t, w, p, "t", 20)
+		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatch, MarkerKey("t"), 0)
+		done := p.purgeAsync("t", PurgeOptions{})
+		<-frozen.Reached()
+		w.advance(leaseGone)
+		second, err := w.proc("second", 0).ns.Purge(ctx, "t", PurgeOptions{})
+		require.NoError(t, err)
+		require.Equal(t, OutcomeOrphanMarker, second.Outcome)
+		frozen.Release()
+		r := <-done
+		require.ErrorIs(t, r.err, lock.ErrLost)
 		require.Empty(t, keysUnder(snapshot(t, s), "t."))
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/lock"
@@ -295,15 +296,19 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 			return res, fmt.Errorf("purge %q: delete purge commit: %w", name, err)
 		}
 	}
-	if err := ns.store.DeleteIfMatch(ctx, MarkerKey(name), mobj.ETag); err != nil {
-		if !ns.markerGone(ctx, name) {
+	sent := &sentFence{Fence: lease}
+	if err := ns.store.DeleteIfMatch(objstore.WithFence(ctx, sent), MarkerKey(name), mobj.ETag); err != nil {
+		if !sent.sent.Load() || !ns.markerGone(ctx, name) {
 			return res, fmt.Errorf("purge %q: delete marker: %w", name, err)
 		}
-		// The delete landed and its answer was lost (the process paused
-		// past its lease while it was in flight, or the connection broke),
-		// and its retry was refused or found nothing to match. The data
-		// and the commit were deleted under this lease and no revive
-		// accepts a table without data: the table is purged.
+		// An attempt went out under the lease and its answer was lost (the
+		// process paused past its lease while it was in flight, or the
+		// connection broke); a retry was refused or found nothing to
+		// match, and the marker is gone. A request sent under the lease
+		// lands before anyone can take the lease over (docs/PROTOCOL.md,
+		// A1, A2), so it was ours: the table is purged. Had the fence
+		// refused every attempt, the marker's remover would be a process
+		// that took the lease over, and this purge's lease is lost.
 		log.Warn("the marker delete's answer was lost, but the marker is gone: the table is purged", "error", err)
 	}
 	log.Info("purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
@@ -346,6 +351,20 @@ func withLeaseCause(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
+}
+
+// sentFence is a lease's fence that remembers whether it let a request go.
+type sentFence struct {
+	objstore.Fence
+	sent atomic.Bool
+}
+
+func (f *sentFence) Allow() (time.Duration, error) {
+	d, err := f.Fence.Allow()
+	if err == nil {
+		f.sent.Store(true)
+	}
+	return d, err
 }
 
 // markerGone reports whether the store no longer holds name's marker. It

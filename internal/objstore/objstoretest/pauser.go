@@ -2,6 +2,7 @@ package objstoretest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -44,12 +45,17 @@ const (
 	OpDeleteBatch   Op = "delete_batch"
 	OpDelete        Op = "delete"
 	OpDeleteIfMatch Op = "delete_if_match"
-	OpPutIfAbsent   Op = "put_if_absent"
-	OpPutIfMatch    Op = "put_if_match"
-	OpWalk          Op = "walk"
-	OpWalkStart     Op = "walk_start"
-	OpHead          Op = "head"
-	OpGet           Op = "get"
+	// OpDeleteIfMatchAnswer freezes a conditional delete after it reached
+	// the store, before its answer returns; released, the caller gets
+	// objstore.ErrRequestDeadline, as a process stopped with the request
+	// in flight finds it when it resumes past the request's deadline.
+	OpDeleteIfMatchAnswer Op = "delete_if_match_answer"
+	OpPutIfAbsent         Op = "put_if_absent"
+	OpPutIfMatch          Op = "put_if_match"
+	OpWalk                Op = "walk"
+	OpWalkStart           Op = "walk_start"
+	OpHead                Op = "head"
+	OpGet                 Op = "get"
 )
 
 var _ objstore.Store = (*Pauser)(nil)
@@ -142,7 +148,16 @@ func (p *Pauser) DeleteIfMatch(ctx context.Context, key, etag string) error {
 	if err := p.take(OpDeleteIfMatch, key).wait(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	return p.Store.DeleteIfMatch(ctx, key, etag)
+	err := p.Store.DeleteIfMatch(ctx, key, etag)
+	if pa := p.take(OpDeleteIfMatchAnswer, key); pa != nil {
+		if werr := pa.wait(context.WithoutCancel(ctx)); werr != nil {
+			return werr
+		}
+		if err == nil {
+			return fmt.Errorf("delete if match %s: %w (its answer was lost while the caller was frozen)", key, objstore.ErrRequestDeadline)
+		}
+	}
+	return err
 }
 
 // PutIfAbsent may freeze before the write reaches the store.
