@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,12 +34,14 @@ type badCase struct {
 	// halfway: the purge may delete the manifests before it fails; the
 	// marker and every other table must stay (checkSafe).
 	halfway bool
+	// victimPurged: the due victim is purged, everything else stays.
+	victimPurged bool
 }
 
 // purgeRoot is `purge -o json` on the root (through endpoint, if set).
 func purgeRoot(extra ...string) func(b *backend, endpoint string) []string {
 	return func(b *backend, endpoint string) []string {
-		return append(append(purgeArgs(30*time.Second, "--set", "limits.retry_max_elapsed=1s"), b.rootArgs(endpoint)...), extra...)
+		return append(append(purgeArgs(30*time.Second, shortSkew, "--set", "limits.retry_max_elapsed=1s"), b.rootArgs(endpoint)...), extra...)
 	}
 }
 
@@ -113,17 +116,38 @@ func badCases() []badCase {
 		{name: "revive of a partly purged table", setup: func(t *testing.T, b *backend, v *table) {
 			deleteManifests(t, b, nil, v)
 		}, args: cmdRoot("revive", "victim"), code: 1, out: "run purge to finish it"},
+		{name: "revive of a table with a purge commit", setup: func(t *testing.T, b *backend, v *table) {
+			killedAfterManifests(t, b, nil, v)
+		}, args: cmdRoot("revive", "victim"), code: 1, out: "partially purged: cannot revive"},
+		{name: "revive of a committed table with all its data", setup: func(t *testing.T, b *backend, v *table) {
+			killedAfterManifests(t, b, nil, &table{name: v.name, marker: v.marker}) // committed, nothing deleted yet
+		}, args: cmdRoot("revive", "victim"), code: 1, out: "partially purged: cannot revive"},
+		{name: "symbolic link <name>.lance to outside the root, with a due marker", setup: func(t *testing.T, b *backend, v *table) {
+			require.NoError(t, os.Symlink(filepath.Join(b.parentDir, b.base+"-outside"), filepath.Join(b.dir, "link.lance")))
+			b.putAll(t, map[string][]byte{"link.deleted": v.marker})
+		}, args: purgeRoot("link"), code: 1, out: "link.lance is not a directory"},
+		{name: "symbolic link <name>.lance, whole root purged", setup: func(t *testing.T, b *backend, v *table) {
+			require.NoError(t, os.Symlink(filepath.Join(b.parentDir, b.base+"-outside"), filepath.Join(b.dir, "link.lance")))
+			b.putAll(t, map[string][]byte{"link.deleted": v.marker})
+		}, code: 1, out: "link.lance is not a directory", victimPurged: true},
+		{name: "object <name>.lance on S3, with a due marker", s3: true, setup: func(t *testing.T, b *backend, v *table) {
+			b.putAll(t, map[string][]byte{"obj.lance": []byte("no table"), "obj.deleted": v.marker})
+		}, code: 1, out: "obj.lance is not a directory", victimPurged: true},
+		{name: "revive of a symbolic link <name>.lance", setup: func(t *testing.T, b *backend, v *table) {
+			require.NoError(t, os.Symlink(filepath.Join(b.parentDir, b.base+"-outside"), filepath.Join(b.dir, "link.lance")))
+			b.putAll(t, map[string][]byte{"link.deleted": v.marker})
+		}, args: cmdRoot("revive", "link"), code: 1, out: "not a table: link.lance is not a directory"},
 		// S3 faults.
 		{name: "wrong secret key", s3: true, args: func(b *backend, _ string) []string {
-			return append(append(purgeArgs(30*time.Second), swapOpt(b.rootArgs(""), "aws_secret_access_key", "wrong")...), "--set", "limits.retry_max_elapsed=1s")
+			return append(append(purgeArgs(30*time.Second, shortSkew), swapOpt(b.rootArgs(""), "aws_secret_access_key", "wrong")...), "--set", "limits.retry_max_elapsed=1s")
 		}, code: 1, out: "SignatureDoesNotMatch"},
 		{name: "missing bucket", s3: true, args: func(b *backend, _ string) []string {
-			args := append(purgeArgs(30*time.Second), b.rootArgs("")...)
-			args[len(purgeArgs(30*time.Second))+1] = "s3://reaper-chaos-no-such-bucket/db"
+			args := append(purgeArgs(30*time.Second, shortSkew), b.rootArgs("")...)
+			args[len(purgeArgs(30*time.Second, shortSkew))+1] = "s3://reaper-chaos-no-such-bucket/db"
 			return args
 		}, code: 1, out: "NoSuchBucket"},
 		{name: "server unreachable", s3: true, args: func(b *backend, _ string) []string {
-			return append(append(purgeArgs(30*time.Second), b.rootArgs(closedPort())...), "--set", "limits.retry_max_elapsed=1s")
+			return append(append(purgeArgs(30*time.Second, shortSkew), b.rootArgs(closedPort())...), "--set", "limits.retry_max_elapsed=1s")
 		}, code: 1, out: "connection refused"},
 		{name: "every request 503 SlowDown", s3: true, faults: &faultConfig{rates: map[fault]float64{faultSlowDown: 1}},
 			code: 1, out: "SlowDown"},
@@ -197,6 +221,14 @@ func TestBadInputs(t *testing.T) {
 				require.Equal(t, markerOriginal, stateOf(victim, after).marker)
 				return
 			}
+			if tc.victimPurged {
+				require.Equal(t, "purged", report(t, r).outcomes()["victim"], "%s", r)
+				for k := range before {
+					if strings.HasPrefix(k, "victim.") {
+						delete(before, k)
+					}
+				}
+			}
 			for k := range before {
 				if strings.HasSuffix(k, lifecycle.LockSuffix) {
 					delete(before, k) // a lease the case put there may be taken over
@@ -243,7 +275,7 @@ func TestRootPathWithURICharacters(t *testing.T) {
 				fs = append(fs, f)
 			}
 			before := take(t, neighbour)
-			r := reaper(t, append(purgeArgs(30*time.Second), "--root", dir)...)
+			r := reaper(t, append(purgeArgs(30*time.Second, shortSkew), "--root", dir)...)
 			require.Equal(t, 0, r.code, "%s", r)
 			require.Len(t, report(t, r).Purged, 1, "%s", r)
 			require.Equal(t, before, take(t, neighbour), "the neighbour root %s was touched", neighbour.dir)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -46,16 +47,30 @@ func tail(b []byte, lines int) string {
 }
 
 // purgeArgs are the flags every suite's purge shares: due markers have a
-// 1ms TTL, most tables of a fixture are due at once, and leases are short so
-// a killed run's leases expire quickly.
-func purgeArgs(leaseTTL time.Duration, extra ...string) []string {
+// 1ms TTL, most tables of a fixture are due at once, and leases are short.
+// skew is defaults.skew_allowance: a lease may be taken over once the
+// store's clock passes its LastModified + leaseTTL + 1s + skew, so suites
+// that kill or stop purges set it small (a killed run's leases are taken
+// over about leaseTTL + 1s + skew later; on S3 up to two seconds more, as
+// the store's clock is read from versitygw's cached, truncated Date).
+func purgeArgs(leaseTTL, skew time.Duration, extra ...string) []string {
 	args := []string{"purge", "-o", "json", "--log-format", "text", "--log-level", "info",
 		"--allow-short-ttl",
 		"--set", "safety.blast_radius_max_percent=0",
 		"--set", "defaults.lease_ttl=" + leaseTTL.String(),
+		"--set", "defaults.skew_allowance=" + skew.String(),
 	}
 	return append(args, extra...)
 }
+
+// Skew allowances of the suites: small where killed or stopped runs' leases
+// must be taken over within a test, the default (5m) where no lease is
+// ever taken over and a marker written with the host's clock must not look
+// future-dated to a store whose Date trails by a second or two.
+const (
+	shortSkew   = 100 * time.Millisecond
+	defaultSkew = 5 * time.Minute
+)
 
 // reaper runs the binary to completion.
 func reaper(t testing.TB, args ...string) result {
@@ -73,51 +88,125 @@ type killer struct {
 // reaperWith runs the binary; k, when set, may kill it.
 func reaperWith(t testing.TB, args []string, k *killer) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, reaperBin(t), args...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	errPipe, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	begin := time.Now()
-	require.NoError(t, cmd.Start())
+	return startReaper(t, args, nil, k).wait(t)
+}
 
-	var once sync.Once
-	killed := false
-	kill := func() {
-		once.Do(func() {
-			killed = true
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-		})
+// proc is one running reaper process.
+type proc struct {
+	args   []string
+	cmd    *exec.Cmd
+	ctx    context.Context
+	cancel context.CancelFunc
+	begin  time.Time
+	done   chan struct{}
+	res    result
+	werr   error
+
+	mu      sync.Mutex
+	killed  bool
+	exited  bool
+	stdout  bytes.Buffer
+	stderr  bytes.Buffer
+	scanErr error
+}
+
+// startReaper starts the binary with extra environment (KEY=VALUE); k, when
+// set, may kill it. Its stderr is read (and passed to k.line) in the
+// background; wait collects the result.
+func startReaper(t testing.TB, args, env []string, k *killer) *proc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	p := &proc{args: args, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, reaperBin(t), args...)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
 	}
+	p.cmd.Stdout = &p.stdout
+	errPipe, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	p.begin = time.Now()
+	require.NoError(t, p.cmd.Start())
 	if k != nil && k.start != nil {
-		k.start(kill)
+		k.start(p.kill)
 	}
-	var stderr bytes.Buffer
-	sc := bufio.NewScanner(errPipe)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		stderr.Write(sc.Bytes())
-		stderr.WriteByte('\n')
-		if k != nil && k.line != nil {
-			k.line(sc.Text(), kill)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(errPipe)
+		sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr.Write(sc.Bytes())
+			p.stderr.WriteByte('\n')
+			p.mu.Unlock()
+			if k != nil && k.line != nil {
+				k.line(sc.Text(), p.kill)
+			}
 		}
+		rest, _ := io.ReadAll(errPipe)
+		p.mu.Lock()
+		p.stderr.Write(rest)
+		p.scanErr = sc.Err()
+		p.mu.Unlock()
+		p.werr = p.cmd.Wait()
+		p.mu.Lock()
+		p.exited = true // no signal after Wait: the pid may be reused
+		p.mu.Unlock()
+	}()
+	return p
+}
+
+// kill SIGKILLs the process (once; never after it was reaped).
+func (p *proc) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed || p.exited {
+		return
 	}
-	_, _ = io.Copy(&stderr, errPipe)
-	werr := cmd.Wait()
-	once.Do(func() {}) // no kill after Wait
-	r := result{args: args, stdout: stdout.Bytes(), stderr: stderr.Bytes(), dur: time.Since(begin), killed: killed}
+	p.killed = true
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// signal sends sig unless the process was reaped; it reports whether it
+// was sent.
+func (p *proc) signal(sig syscall.Signal) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return false
+	}
+	return p.cmd.Process.Signal(sig) == nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// finished reports whether the process has exited (without waiting).
+func (p *proc) finished() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the process and checks it neither raced nor panicked.
+func (p *proc) wait(t testing.TB) result {
+	t.Helper()
+	<-p.done
+	defer p.cancel()
+	p.mu.Lock()
+	r := result{args: p.args, stdout: p.stdout.Bytes(), stderr: p.stderr.Bytes(), dur: time.Since(p.begin), killed: p.killed}
+	p.mu.Unlock()
 	var ee *exec.ExitError
 	switch {
-	case werr == nil:
-	case errors.As(werr, &ee):
+	case p.werr == nil:
+	case errors.As(p.werr, &ee):
 		r.code = ee.ExitCode()
 	default:
-		t.Fatalf("run reaper %v: %v", args, werr)
+		t.Fatalf("run reaper %v: %v", p.args, p.werr)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("reaper %v did not finish within %s:\n%s", args, runTimeout, r)
+	if p.ctx.Err() != nil {
+		t.Fatalf("reaper %v did not finish within %s:\n%s", p.args, runTimeout, r)
 	}
 	if r.code == 66 || bytes.Contains(r.stderr, []byte("WARNING: DATA RACE")) {
 		t.Fatalf("data race inside reaper:\n%s", r)

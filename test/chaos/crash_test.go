@@ -14,8 +14,9 @@ import (
 )
 
 // crashMix is the root every crash chain starts from: due tables of varied
-// size, and one of each kind a purge must never delete.
-var crashMix = mix{kindDue: 8, kindNotDue: 1, kindLive: 2, kindOrphan: 1, kindInvalid: 1, kindHeld: 1}
+// size, and one of each kind a purge must never delete (a link table too:
+// on a local root a symbolic link to a folder outside the root).
+var crashMix = mix{kindDue: 8, kindNotDue: 1, kindLive: 2, kindOrphan: 1, kindInvalid: 1, kindHeld: 1, kindLink: 1}
 
 // TestCrashLocal SIGKILLs `reaper purge` at random points on a local root:
 // after a seeded random number of microseconds from the pass's start (its
@@ -24,13 +25,19 @@ var crashMix = mix{kindDue: 8, kindNotDue: 1, kindLive: 2, kindOrphan: 1, kindIn
 // an earlier victim's purge or taking over its lease; after every kill the
 // invariants that hold at every instant are checked (checkSafe), and after
 // the chain fault-free passes must converge: every due table gone with its
-// marker, everything else byte-identical, no lease left past its expiry.
+// marker, everything else byte-identical, no lease left past its takeover
+// time. Markers cannot be back-dated: each root's due markers are written
+// dated now with a 1ms TTL and the chain waits until they are due by the
+// store's clock. A killed run's leases may be taken over once the store's
+// clock passes their LastModified + lease TTL + 1s + skew allowance (400ms +
+// 1s + 100ms here): each run waits for that instant first.
 func TestCrashLocal(t *testing.T) {
 	t.Parallel()
 	kills := knob(t, "REAPER_TEST_CHAOS_KILLS", 200, 2000)
 	crashSuite(t, crashConfig{
 		kills:    kills,
 		leaseTTL: 400 * time.Millisecond,
+		skew:     shortSkew,
 		newRoot:  func(t *testing.T) *backend { return localBackend(t) },
 		files:    [2]int{10, 60},
 	})
@@ -45,15 +52,25 @@ func TestCrashS3(t *testing.T) {
 	crashSuite(t, crashConfig{
 		kills:    kills,
 		leaseTTL: time.Second,
+		skew:     shortSkew,
 		newRoot:  func(t *testing.T) *backend { return s3Backend(t, "db") },
 		files:    [2]int{4, 20},
 		s3:       true,
 	})
 }
 
+// s3LeaseTTL is the lease of the S3 suites that stop or kill purges. Not
+// 1s: S3 stamps LastModified to the whole second, and a holder verifying
+// its lease against the store (before its commit and every batch) counts
+// it lost once the store's clock passes that stamp + TTL - TTL/10, so with
+// a 1s lease written late in a second a healthy purge loses its lease
+// right after taking it ("frozen longer than its own clock shows").
+const s3LeaseTTL = 2 * time.Second
+
 type crashConfig struct {
 	kills    int
 	leaseTTL time.Duration
+	skew     time.Duration
 	newRoot  func(t *testing.T) *backend
 	files    [2]int
 	s3       bool
@@ -117,12 +134,12 @@ func calibrate(t *testing.T, cfg crashConfig, seed uint64) window {
 			endpoint = px.URL()
 		}
 		var started time.Time
-		r := reaperWith(t, append(purgeArgs(cfg.leaseTTL), b.rootArgs(endpoint)...), &killer{line: func(line string, _ func()) {
+		r := reaperWith(t, append(purgeArgs(cfg.leaseTTL, cfg.skew), b.rootArgs(endpoint)...), &killer{line: func(line string, _ func()) {
 			if started.IsZero() && strings.Contains(line, `msg="pass started"`) {
 				started = time.Now()
 			}
 		}})
-		require.Equal(t, 1, r.code, "calibration pass (the invalid marker fails it):\n%s", r)
+		require.Equal(t, 1, r.code, "calibration pass (the invalid marker and the link table fail it):\n%s", r)
 		require.False(t, started.IsZero(), "no 'pass started' log line:\n%s", r)
 		// The shorter of the two: a kill point past the end of the work
 		// is a run that finished first, and tests nothing.
@@ -162,13 +179,14 @@ func crashChain(t *testing.T, cfg crashConfig, seed uint64, n int, w window, st 
 			px = newProxy(t, b.srv, seed+uint64(root))
 			endpoint = px.URL()
 		}
-		args := append(purgeArgs(cfg.leaseTTL), b.rootArgs(endpoint)...)
+		args := append(purgeArgs(cfg.leaseTTL, cfg.skew), b.rootArgs(endpoint)...)
 		var notes []string
 		win := full
 		for attempt := 0; kills < n && attempt < 3*n; attempt++ {
-			// Let the last victim's leases expire first, so this run takes
-			// them over and carries on its purges instead of skipping them.
-			waitLeases(t, b)
+			// Let the store's clock pass the last victim's leases'
+			// takeover time first, so this run takes them over and carries
+			// on its purges instead of skipping them.
+			waitTakeover(t, b, cfg.skew, fmt.Sprintf("seed %d, root %d: wait for the leases' takeover time", seed, root))
 			var r result
 			var point string
 			var work time.Duration
@@ -217,7 +235,7 @@ func crashChain(t *testing.T, cfg crashConfig, seed uint64, n int, w window, st 
 		if px != nil {
 			px.setHook(nil)
 		}
-		_, runs := converge(t, b, f, args, fmt.Sprintf("seed %d, root %d after [%s]", seed, root, strings.Join(notes, "; ")))
+		_, runs := converge(t, b, f, args, cfg.skew, fmt.Sprintf("seed %d, root %d after [%s]", seed, root, strings.Join(notes, "; ")))
 		st.convergeRuns.Add(int64(runs))
 	}
 }
@@ -286,18 +304,4 @@ func killAtRequest(t *testing.T, px *proxy, args []string, rng *rand.Rand, total
 		total = max(seen, 1)
 	}
 	return r, fmt.Sprintf("kill at request %d %s", k, mode), total
-}
-
-// waitLeases waits until every lease at the root has expired: a known
-// instant read from the leases, not a guess.
-func waitLeases(t *testing.T, b *backend) {
-	var latest time.Time
-	for _, info := range leases(t, b) {
-		if info.ExpiresAt.After(latest) {
-			latest = info.ExpiresAt
-		}
-	}
-	if wait := time.Until(latest); wait > 0 {
-		time.Sleep(wait + 10*time.Millisecond)
-	}
 }

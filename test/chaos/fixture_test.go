@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,6 +39,17 @@ type backend struct {
 	dir string
 	// srv is the S3 test server (nil for local).
 	srv *objstoretest.S3Server
+	// base is the root's last path element ("db"), and parent a store one
+	// level up (S3: the enclosing prefix; local roots use parentDir). The
+	// sentinels outside the root live there (outside, below).
+	base      string
+	parent    objstore.Store
+	parentDir string
+	// outside are the sentinel keys written outside the root, relative to
+	// the parent, and outsidePrefixes the folders among them that take()
+	// walks whole, so anything added there shows too.
+	outside         []string
+	outsidePrefixes []string
 }
 
 func localBackend(t testing.TB) *backend {
@@ -48,14 +63,27 @@ func localBackend(t testing.TB) *backend {
 func s3Backend(t testing.TB, prefix string) *backend {
 	t.Helper()
 	srv := objstoretest.S3(t)
-	return openBackend(t, "s3", srv.URI(prefix), srv.Options(), "", &srv)
+	b := openBackend(t, "s3", srv.URI(prefix), srv.Options(), "", &srv)
+	parent := path.Dir(strings.Trim(prefix, "/"))
+	if parent == "." {
+		parent = ""
+	}
+	var err error
+	b.parent, err = all.Open(context.Background(), srv.URI(parent), srv.Options())
+	require.NoError(t, err)
+	b.base = path.Base(strings.Trim(prefix, "/"))
+	return b
 }
 
 func openBackend(t testing.TB, name, uri string, opts map[string]string, dir string, srv *objstoretest.S3Server) *backend {
 	t.Helper()
 	raw, err := all.Open(context.Background(), uri, opts)
 	require.NoError(t, err)
-	return &backend{name: name, uri: uri, opts: opts, raw: raw, dir: dir, srv: srv}
+	b := &backend{name: name, uri: uri, opts: opts, raw: raw, dir: dir, srv: srv}
+	if dir != "" {
+		b.parentDir, b.base = filepath.Dir(dir), filepath.Base(dir)
+	}
+	return b
 }
 
 // rootArgs are --root and --storage-option for the CLI; endpoint, when not
@@ -81,6 +109,58 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// The store's clock. Due-ness and lease takeovers are judged by it, never by
+// the host's: on a local disk it is the kernel's clock (time.Now; file
+// stamps use a coarse reading of the same clock, never ahead of it), on S3
+// the server's Date header. versitygw truncates Date to the second and
+// refreshes it once a second, so a reading trails the real time by up to
+// about two seconds, and reaper's reading (from its own answers) does too.
+// A Date read from a fresh answer is a value every later answer reaches at
+// least, so once the test has read a Date at or past an instant, every
+// reaper process started afterwards judges by a clock at or past it.
+
+// storeNow reads the store's clock afresh: on S3 the Date of an unsigned
+// HEAD of the endpoint (any answer is dated).
+func (b *backend) storeNow(t testing.TB) time.Time {
+	t.Helper()
+	if b.srv == nil {
+		return time.Now()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, b.srv.Endpoint+"/", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, "read the store's clock")
+	resp.Body.Close()
+	date, err := http.ParseTime(resp.Header.Get("Date"))
+	require.NoError(t, err, "the S3 server's answer carries no Date")
+	return date
+}
+
+// storeWaitLimit bounds every wait for the store's clock: the longest
+// threshold a suite waits for is a lease TTL + 1s + skew (a few seconds).
+const storeWaitLimit = 30 * time.Second
+
+// waitStore waits until the store's clock has reached at. It is a wait for
+// a known instant of a real clock, bounded; nothing is synchronized by it.
+// The store's clock runs at the rate of real time, so it sleeps for the
+// distance left (at most 100ms at a time, since S3's Date moves in steps).
+func (b *backend) waitStore(t testing.TB, at time.Time, what string) {
+	t.Helper()
+	deadline := time.Now().Add(storeWaitLimit)
+	for {
+		now := b.storeNow(t)
+		if !now.Before(at) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the store's clock (%s) did not reach %s within %s", what, now.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano), storeWaitLimit)
+		}
+		time.Sleep(min(max(at.Sub(now), time.Millisecond), 100*time.Millisecond))
+	}
+}
+
 // kind is what a table is at the start of a suite, and so what a purge may
 // do to it.
 type kind string
@@ -93,6 +173,14 @@ const (
 	kindInvalid kind = "invalid" // marker that does not parse: never purged
 	kindHeld    kind = "held"    // due marker under a legal hold
 	kindFenced  kind = "fenced"  // due marker, but a file written after the drop
+	// kindLink: a due marker beside a <name>.lance that is no directory:
+	// on a local root a symbolic link to the sentinel folder outside the
+	// root, on S3 an object. It is not a table: never entered, never
+	// purged (failed, not_a_table).
+	kindLink kind = "link"
+	// kindRevived: was due, then revived (the suite set it so once the
+	// revive succeeded): whole, without its marker, never touched again.
+	kindRevived kind = "revived"
 )
 
 // purgeable kinds are the ones a pass may delete.
@@ -106,6 +194,9 @@ type table struct {
 	files  map[string][]byte
 	marker []byte // nil: no marker
 	hold   []byte // nil: no hold
+	// legacy: a purge of an older reaper (no purge commit) left it partly
+	// deleted; only TestReviveRefusesPartlyPurgedTable stages that.
+	legacy bool
 }
 
 // fixture is a seeded root: tables plus bystander objects that are no table.
@@ -113,6 +204,10 @@ type fixture struct {
 	tables    []*table
 	byName    map[string]*table
 	bystander map[string][]byte
+	// fixed are objects whose snapshot value is known once written: the
+	// <name>.lance entries of link tables and the sentinels outside the
+	// root ("../" + key relative to the parent). Any change is a failure.
+	fixed map[string]string
 }
 
 // mix says how many tables of each kind a fixture gets.
@@ -121,14 +216,14 @@ type mix map[kind]int
 // newFixture draws table names and contents from rng. Names include dots
 // and suffix look-alikes (a live table "x.deleted" next to a due "x").
 func newFixture(rng *rand.Rand, m mix, filesPerTable [2]int) *fixture {
-	f := &fixture{byName: map[string]*table{}, bystander: map[string][]byte{
+	f := &fixture{byName: map[string]*table{}, fixed: map[string]string{}, bystander: map[string][]byte{
 		"__manifest/data/0.lance": randBytes(rng, 64),
 		"notes.txt":               randBytes(rng, 32),
 		"backup.lance.old/x":      randBytes(rng, 16),
 		"_reaper/README":          randBytes(rng, 8),
 	}}
 	i := 0
-	for _, k := range []kind{kindDue, kindNotDue, kindLive, kindOrphan, kindInvalid, kindHeld, kindFenced} {
+	for _, k := range []kind{kindDue, kindNotDue, kindLive, kindOrphan, kindInvalid, kindHeld, kindFenced, kindLink} {
 		for range m[k] {
 			name := fmt.Sprintf("t%02d_%s", i, k)
 			switch i % 5 {
@@ -139,7 +234,7 @@ func newFixture(rng *rand.Rand, m mix, filesPerTable [2]int) *fixture {
 			}
 			i++
 			t := &table{name: name, kind: k, files: map[string][]byte{}}
-			if k != kindOrphan {
+			if k != kindOrphan && k != kindLink {
 				n := filesPerTable[0] + rng.IntN(filesPerTable[1]-filesPerTable[0]+1)
 				for rel, body := range lanceFiles(rng, n) {
 					t.files[lifecycle.TableDir(name)+rel] = body
@@ -161,6 +256,11 @@ func (f *fixture) rename(tb *table, name string) {
 	delete(f.byName, tb.name)
 	tb.name, tb.files = name, files
 	f.byName[name] = tb
+}
+
+// revived records that tb was revived: whole, no marker, never touched.
+func (f *fixture) revived(tb *table) {
+	tb.kind, tb.marker = kindRevived, nil
 }
 
 // lanceFiles is a Lance-like table layout of about n objects: manifests,
@@ -197,13 +297,20 @@ func markerAt(at time.Time, ttl time.Duration) []byte {
 	return lifecycle.EncodeMarker(at, ttl)
 }
 
-// write stores the fixture: data first, then markers and holds, so every
-// data object is older than its marker (the identity fence passes), except
-// for fenced tables, which get one more manifest a second after the drop.
-// Due markers have a 1ms TTL (purges need --allow-short-ttl); not-due
-// markers a 1h TTL.
+// dueTTL is the TTL of due markers: they are written dated now (the store
+// stamps them now too: markers can no longer be back-dated) and become due
+// by the store's clock a moment later. Purges need --allow-short-ttl.
+const dueTTL = time.Millisecond
+
+// write stores the fixture: data first, then links, markers and holds, so
+// every data object is older than its marker (the identity fence passes),
+// except for fenced tables, which get one more manifest a second after the
+// drop. Due markers have a 1ms TTL; not-due markers a 1h TTL. The sentinels
+// outside the root are written too. It returns once every due marker is
+// due by the store's clock (on S3 that takes up to about two seconds).
 func (f *fixture) write(t testing.TB, b *backend) {
 	t.Helper()
+	f.writeOutside(t, b)
 	data := map[string][]byte{}
 	maps := []map[string][]byte{f.bystander}
 	for _, tb := range f.tables {
@@ -215,12 +322,19 @@ func (f *fixture) write(t testing.TB, b *backend) {
 		}
 	}
 	b.putAll(t, data)
+	for _, tb := range f.tables {
+		if tb.kind == kindLink {
+			f.writeLink(t, b, tb)
+		}
+	}
 	now := time.Now()
 	markers := map[string][]byte{}
+	var dueKeys []string
 	for _, tb := range f.tables {
 		switch tb.kind {
-		case kindDue, kindOrphan, kindHeld, kindFenced:
-			tb.marker = markerAt(now, time.Millisecond)
+		case kindDue, kindOrphan, kindHeld, kindFenced, kindLink:
+			tb.marker = markerAt(now, dueTTL)
+			dueKeys = append(dueKeys, lifecycle.MarkerKey(tb.name))
 		case kindNotDue:
 			tb.marker = markerAt(now, time.Hour)
 		case kindInvalid:
@@ -254,6 +368,78 @@ func (f *fixture) write(t testing.TB, b *backend) {
 			late[k] = tb.files[k]
 		}
 		b.putAll(t, late)
+	}
+	f.waitDue(t, b, now, dueKeys)
+}
+
+// waitDue waits until every marker of keys, dropped at deletedAt with the
+// due TTL, is due by the store's clock: deleted_at + ttl and the marker's
+// LastModified + ttl both passed.
+func (f *fixture) waitDue(t testing.TB, b *backend, deletedAt time.Time, keys []string) {
+	t.Helper()
+	// The markers outside the root were written before these, so they
+	// are due by then too (no pass may ever see them).
+	at := time.UnixMilli(deletedAt.UnixMilli()).Add(dueTTL)
+	for _, k := range keys {
+		o, err := b.raw.Head(context.Background(), k)
+		require.NoError(t, err)
+		if lm := o.LastModified.Add(dueTTL); lm.After(at) {
+			at = lm
+		}
+	}
+	b.waitStore(t, at, "fixture: wait until the due markers are due")
+}
+
+// writeLink makes tb's <name>.lance something that is no table: a symbolic
+// link to the sentinel folder outside the root (local), or an object (S3).
+func (f *fixture) writeLink(t testing.TB, b *backend, tb *table) {
+	t.Helper()
+	key := strings.TrimSuffix(lifecycle.TableDir(tb.name), "/")
+	if b.dir != "" {
+		target := filepath.Join(b.parentDir, b.base+"-outside")
+		require.NoError(t, os.Symlink(target, filepath.Join(b.dir, key)))
+		f.fixed[key] = "symlink:" + target
+		return
+	}
+	body := []byte("an object where the table's folder should be")
+	b.putAll(t, map[string][]byte{key: body})
+	f.fixed[key] = sum(body)
+}
+
+// writeOutside puts sentinels next to the root, in its parent: a folder
+// (the target of local link tables) holding Lance-like files, a root-level
+// "table" named like the root itself (<base>.lance/ and a due <base>.deleted),
+// and keys that continue the root's name without a slash (<base>zz_out.*),
+// which a prefix match missing its "/" would take for a due table of the
+// root. No pass may ever read, change or delete any of them.
+func (f *fixture) writeOutside(t testing.TB, b *backend) {
+	t.Helper()
+	now := time.Now()
+	due := markerAt(now, dueTTL)
+	objs := map[string][]byte{
+		b.base + "-outside/_versions/1.manifest": []byte("outside the root: never touched"),
+		b.base + "-outside/data/0.lance":         []byte("outside the root: never touched, not even through a link"),
+		b.base + ".lance/_versions/1.manifest":   []byte("a table named like the root, in its parent"),
+		b.base + ".deleted":                      due,
+		b.base + "zz_out.lance/data/0.lance":     []byte("continues the root's name without a slash"),
+		b.base + "zz_out.deleted":                due,
+	}
+	b.outside = sortedKeys(objs)
+	b.outsidePrefixes = []string{b.base + "-outside/", b.base + ".lance/", b.base + "zz_out.lance/"}
+	for k, v := range objs {
+		f.fixed["../"+k] = sum(v)
+	}
+	if b.dir != "" {
+		for k, v := range objs {
+			p := filepath.Join(b.parentDir, filepath.FromSlash(k))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, v, 0o644))
+		}
+	} else {
+		for k, v := range objs {
+			_, err := b.parent.Put(context.Background(), k, v)
+			require.NoError(t, err)
+		}
 	}
 }
 
@@ -308,21 +494,137 @@ func (b *backend) putAll(t testing.TB, objs map[string][]byte) {
 	}
 }
 
-// snapshot is every object of a root: key -> sha256 of its bytes.
+// snapshot is every object of a root: key -> sha256 of its bytes. On a
+// local root it is read from the file system itself, not through reaper's
+// store: a directory is "<key>/" -> "dir" and a symbolic link "symlink:"
+// + its target. A purge commit <name>.reaper-purge is "commit:" + the
+// sha256 of the marker bytes it names (so it can be compared with the
+// marker's entry). Sentinels outside the root are "../" + their key.
 type snapshot map[string]string
+
+const dirValue = "dir"
 
 func sum(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
 
-// take reads every object of the root (listing, then a GET of each) and
-// checksums it.
+// value is what a snapshot records for key with body.
+func value(key string, body []byte) string {
+	if name, ok := strings.CutSuffix(key, lifecycle.CommitSuffix); ok && !strings.Contains(name, "/") {
+		var c lifecycle.Commit
+		if err := json.Unmarshal(body, &c); err != nil {
+			return "commit-unreadable:" + sum(body)
+		}
+		return "commit:" + sum([]byte(c.Marker))
+	}
+	return sum(body)
+}
+
+// isTemp: a reaper temp file (hidden from the local store's listings; a
+// killed writer leaves one, strayTemps counts them).
+func isTemp(name string) bool { return strings.HasPrefix(name, ".reaper-tmp-") }
+
+// take reads every object of the root and the sentinels outside it.
 func take(t testing.TB, b *backend) snapshot {
+	t.Helper()
+	var snap snapshot
+	if b.dir != "" {
+		snap = takeDir(t, b.dir, "")
+		for _, k := range b.outside {
+			if strings.Contains(k, "/") {
+				continue // under a prefix, walked below
+			}
+			p := filepath.Join(b.parentDir, k)
+			if body, err := os.ReadFile(p); err == nil {
+				snap["../"+k] = sum(body)
+			}
+		}
+		for _, pre := range b.outsidePrefixes {
+			dir := filepath.Join(b.parentDir, filepath.FromSlash(strings.TrimSuffix(pre, "/")))
+			if _, err := os.Lstat(dir); err != nil {
+				continue
+			}
+			for k, v := range takeDir(t, dir, "../"+pre) {
+				if v != dirValue {
+					snap[k] = v
+				}
+			}
+		}
+		return snap
+	}
+	snap = takeStore(t, b.raw, "", "")
+	if b.parent != nil {
+		for _, k := range b.outside {
+			if strings.Contains(k, "/") {
+				continue
+			}
+			body, _, err := b.parent.Get(context.Background(), k)
+			if err == nil {
+				snap["../"+k] = sum(body)
+			} else {
+				require.ErrorIs(t, err, objstore.ErrNotFound)
+			}
+		}
+		for _, pre := range b.outsidePrefixes {
+			for k, v := range takeStore(t, b.parent, pre, "../") {
+				snap[k] = v
+			}
+		}
+	}
+	return snap
+}
+
+// takeDir walks a local directory without following links.
+func takeDir(t testing.TB, dir, prefix string) snapshot {
+	t.Helper()
+	snap := snapshot{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		key := prefix + filepath.ToSlash(rel)
+		switch {
+		case rel == ".":
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			snap[key] = "symlink:" + target
+		case d.IsDir():
+			snap[key+"/"] = dirValue
+		case isTemp(d.Name()):
+		default:
+			body, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			snap[key] = value(strings.TrimPrefix(key, prefix), body)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return snap
+}
+
+// takeStore lists every object under prefix of s, then GETs each.
+func takeStore(t testing.TB, s objstore.Store, prefix, as string) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	var keys []string
-	err := b.raw.Walk(ctx, "", func(objs []objstore.Object) error {
+	err := s.Walk(ctx, prefix, func(objs []objstore.Object) error {
 		for _, o := range objs {
 			keys = append(keys, o.Key)
 		}
@@ -340,7 +642,7 @@ func take(t testing.TB, b *backend) snapshot {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			body, _, err := b.raw.Get(ctx, k)
+			body, _, err := s.Get(ctx, k)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -351,7 +653,7 @@ func take(t testing.TB, b *backend) snapshot {
 					firstErr = fmt.Errorf("get %s: %w", k, err)
 				}
 			default:
-				snap[k] = sum(body)
+				snap[as+k] = value(k, body)
 			}
 		}()
 	}
@@ -360,11 +662,15 @@ func take(t testing.TB, b *backend) snapshot {
 	return snap
 }
 
-// expected is what the fixture wrote, as a snapshot.
+// expected is what the fixture wrote, as a snapshot (files only: no
+// directories).
 func (f *fixture) expected() snapshot {
 	s := snapshot{}
 	for k, v := range f.bystander {
 		s[k] = sum(v)
+	}
+	for k, v := range f.fixed {
+		s[k] = v
 	}
 	for _, tb := range f.tables {
 		for k, v := range tb.files {
@@ -380,6 +686,17 @@ func (f *fixture) expected() snapshot {
 	return s
 }
 
+// withoutDirs drops the directory entries of a snapshot.
+func (s snapshot) withoutDirs() snapshot {
+	out := snapshot{}
+	for k, v := range s {
+		if v != dirValue {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // strayTemps lists temp files a killed local writer left behind (the local
 // store hides them from listings).
 func strayTemps(t testing.TB, b *backend) []string {
@@ -392,7 +709,7 @@ func strayTemps(t testing.TB, b *backend) []string {
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(d.Name(), ".reaper-tmp-") {
+		if isTemp(d.Name()) {
 			rel, _ := filepath.Rel(b.dir, p)
 			out = append(out, filepath.ToSlash(rel))
 		}

@@ -67,7 +67,7 @@ func spread(rate float64) map[fault]float64 {
 type hookAction int
 
 const (
-	hookPass    hookAction = iota // forward (faults may still apply)
+	hookPass    hookAction = iota // forward (faults may still apply); its func, if any, runs first
 	hookDrop                      // close the connection, forward nothing
 	hookForward                   // forward, then close without answering
 )
@@ -90,6 +90,34 @@ type proxy struct {
 
 	requests atomic.Int64
 	counts   sync.Map // fault -> *atomic.Int64
+
+	// gen changes when the client is stopped or resumed (freeze, thaw): a
+	// request whose body was still arriving across a change is reset, never
+	// forwarded, as a server times out an upload that stalls (a stopped
+	// client's half-sent request never lands late, once the lease it was
+	// sent under may be someone else's). pending counts requests whose body
+	// has arrived and whose upstream answer has not: settle waits for them.
+	gen       atomic.Int64
+	pending   atomic.Int64
+	straddled atomic.Int64
+}
+
+// freeze and thaw mark the moments the client is stopped and resumed.
+func (p *proxy) freeze() { p.gen.Add(1) }
+func (p *proxy) thaw()   { p.gen.Add(1) }
+
+// settle waits until every request that reached the proxy whole has been
+// answered by the server (or dropped): what the stopped client sent before
+// it stopped has landed. A bounded poll of a counter.
+func (p *proxy) settle(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.pending.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("proxy: %d request(s) still in flight after 30s", p.pending.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func newProxy(t testing.TB, srv *objstoretest.S3Server, seed uint64) *proxy {
@@ -168,6 +196,24 @@ func (p *proxy) draw() (fault, time.Duration, faultConfig) {
 }
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
+	gen := p.gen.Load()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		p.reset(w)
+		return
+	}
+	if p.gen.Load() != gen {
+		p.straddled.Add(1)
+		p.reset(w)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	p.pending.Add(1)
+	var once sync.Once
+	settled := func() { once.Do(func() { p.pending.Add(-1) }) }
+	defer settled()
+	r = r.WithContext(context.WithValue(r.Context(), settledKey{}, settled))
+
 	n := p.requests.Add(1)
 	p.mu.Lock()
 	hook := p.hook
@@ -180,6 +226,10 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 		case hookForward:
 			p.forwardThen(w, r, true, false, then)
 			return
+		case hookPass:
+			if then != nil {
+				then()
+			}
 		}
 	}
 	f, lat, cfg := p.draw()
@@ -206,6 +256,16 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.forwardThen(w, r, true, true, nil)
+	}
+}
+
+// settledKey carries a request's settled func: called once its upstream
+// answer is in (the effect, if any, has landed).
+type settledKey struct{}
+
+func markSettled(r *http.Request) {
+	if f, ok := r.Context().Value(settledKey{}).(func()); ok {
+		f()
 	}
 }
 
@@ -251,6 +311,7 @@ func (p *proxy) forwardThen(w http.ResponseWriter, r *http.Request, send, delive
 	out.RequestURI = ""
 	out.Host = r.Host // SigV4 signed the Host header the client sent
 	resp, err := p.tr.RoundTrip(out)
+	markSettled(r)
 	if then != nil {
 		then()
 	}
@@ -340,6 +401,7 @@ func (p *proxy) deleteWithKeyErrors(w http.ResponseWriter, r *http.Request, cfg 
 			Bucket: aws.String(bucket),
 			Delete: &types.Delete{Objects: keep, Quiet: aws.Bool(req.Quiet)},
 		})
+		markSettled(r)
 		if err != nil {
 			p.s3Error(w, r, http.StatusInternalServerError, "InternalError", "chaos proxy upstream: "+err.Error())
 			return

@@ -101,7 +101,7 @@ func raceRound(t *testing.T, b *backend, seed uint64) {
 			others = append(others, n)
 		}
 	}
-	purge := append(purgeArgs(30*time.Second), root...)
+	purge := append(purgeArgs(30*time.Second, defaultSkew), root...)
 	runAll(t, []procSpec{
 		{"purge", purge},
 		{"purge", purge},
@@ -119,8 +119,10 @@ func raceRound(t *testing.T, b *backend, seed uint64) {
 	t.Logf("seed %d: %d raw writes, %d protected by the fence; after B: %s", seed, len(w.written), len(protect), summarize(f, snapB))
 }
 
-// writeRace stores a race fixture: data, then the chosen markers.
+// writeRace stores a race fixture: the sentinels outside the root, data,
+// then the chosen markers.
 func (f *fixture) writeRace(t *testing.T, b *backend) {
+	f.writeOutside(t, b)
 	data := map[string][]byte{}
 	markers := map[string][]byte{}
 	for k, v := range f.bystander {
@@ -139,15 +141,22 @@ func (f *fixture) writeRace(t *testing.T, b *backend) {
 }
 
 // checkRace asserts the race invariant: every table fully present or fully
-// gone, no byte changed, nothing unknown written into a table. In phase A
-// nothing purges, so nothing may be gone.
+// gone, no byte changed, nothing unknown written into a table, nothing
+// outside the root touched, and a purge commit only beside the marker it
+// names (a purge that committed finishes before it releases the lease: no
+// run here is killed). In phase A nothing purges, so nothing may be gone.
 func checkRace(t testing.TB, f *fixture, snap snapshot, where string, noPurge bool) {
 	t.Helper()
 	for k, body := range f.bystander {
 		require.Equal(t, sum(body), snap[k], "%s: bystander %s", where, k)
 	}
+	for k, v := range f.fixed {
+		require.Equal(t, v, snap[k], "%s: %s outside the root changed or deleted", where, k)
+	}
 	for _, tb := range f.tables {
 		s := stateOf(tb, snap)
+		require.Contains(t, []commitState{commitAbsent, commitMatches}, s.commit, "%s: a purge commit beside no marker it names: %s", where, s)
+		require.False(t, s.marker == markerAbsent && !s.fullyGone() && !s.intact(), "%s: PARTLY DELETED WITHOUT ITS MARKER: %s", where, s)
 		require.Empty(t, s.changed, "%s: bytes changed: %s", where, s)
 		require.Empty(t, s.extra, "%s: unknown objects: %s", where, s)
 		require.False(t, s.partial(), "%s: PARTLY DELETED: %s; missing %v", where, s, s.missing)
@@ -162,7 +171,7 @@ func summarize(f *fixture, snap snapshot) string {
 	for _, tb := range f.tables {
 		s := stateOf(tb, snap)
 		switch {
-		case s.gone() && s.marker == markerAbsent:
+		case s.fullyGone() && s.marker == markerAbsent:
 			counts["gone"]++
 		case s.gone():
 			counts["orphan marker"]++
