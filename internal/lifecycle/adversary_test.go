@@ -79,14 +79,28 @@ type purgeResult struct {
 	err error
 }
 
-// purgeAsync starts a purge in the background.
-func (p *proc) purgeAsync(name string, opts PurgeOptions) <-chan purgeResult {
-	done := make(chan purgeResult, 1)
+// frozenPurge is a purge running in the background, frozen at a pause point.
+type frozenPurge struct {
+	pause *objstoretest.Pause
+	done  chan purgeResult
+}
+
+// purgeFrozenAt starts purging name and returns once the purge is frozen
+// before the skip+1-th op on a key with keyPrefix.
+func (p *proc) purgeFrozenAt(name string, op objstoretest.Op, keyPrefix string, skip int) *frozenPurge {
+	f := &frozenPurge{pause: p.pause.PauseBefore(op, keyPrefix, skip), done: make(chan purgeResult, 1)}
 	go func() {
-		res, err := p.ns.Purge(context.Background(), name, opts)
-		done <- purgeResult{res, err}
+		res, err := p.ns.Purge(context.Background(), name, PurgeOptions{})
+		f.done <- purgeResult{res, err}
 	}()
-	return done
+	<-f.pause.Reached()
+	return f
+}
+
+// resume lets the purge go on and waits for its end.
+func (f *frozenPurge) resume() purgeResult {
+	f.pause.Release()
+	return <-f.done
 }
 
 // requireSameData fails the test with the keys that differ (ignoring
@@ -135,9 +149,7 @@ func TestAdversarySkewedReviveCannotTakeOverLivePurge(t *testing.T) {
 		w := newWorld(t, s)
 		purger := w.proc("purger", 0)
 		n := dueTable(t, w, purger, "t", 40)
-		frozen := purger.pause.PauseBefore(objstoretest.OpDeleteBatch, "t.lance/", 0)
-		done := purger.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := purger.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 0)
 		for _, skew := range []time.Duration{80 * time.Second, 5 * time.Minute, 7 * day} {
 			reviver := w.proc(fmt.Sprintf("reviver+%s", skew), skew)
 			err := reviver.ns.Revive(context.Background(), "t")
@@ -145,8 +157,7 @@ func TestAdversarySkewedReviveCannotTakeOverLivePurge(t *testing.T) {
 		}
 		_, err := s.Head(context.Background(), MarkerKey("t"))
 		require.NoError(t, err, "the marker stays")
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.NoError(t, r.err)
 		require.Equal(t, OutcomePurged, r.res.Outcome)
 		require.Equal(t, int64(n), r.res.Objects)
@@ -163,14 +174,11 @@ func TestAdversaryPausedPurgeAfterRevive(t *testing.T) {
 		w := newWorld(t, s)
 		purger, reviver := w.proc("purger", 0), w.proc("reviver", 0)
 		dueTable(t, w, purger, "t", 1500)
-		frozen := purger.pause.PauseBefore(objstoretest.OpWalk, "t.lance/", 0)
-		done := purger.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := purger.purgeFrozenAt("t", objstoretest.OpWalk, "t.lance/", 0)
 		w.advance(leaseGone)
 		require.NoError(t, reviver.ns.Revive(context.Background(), "t"), "the lease expired by the store's clock")
 		revived := snapshot(t, s)
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.ErrorIs(t, r.err, lock.ErrLost)
 		require.Zero(t, r.res.Objects)
 		requireSameData(t, revived, snapshot(t, s), "the revived table is whole, and no commit was written")
@@ -213,16 +221,13 @@ func TestAdversaryConflictUnderALostLeaseIsLeaseLost(t *testing.T) {
 				w := newWorld(t, s)
 				purger := w.proc("purger", 0)
 				dueTable(t, w, purger, "t", 20)
-				frozen := purger.pause.PauseBefore(tc.op, tc.key, tc.skip)
-				done := purger.purgeAsync("t", PurgeOptions{})
-				<-frozen.Reached()
+				frozen := purger.purgeFrozenAt("t", tc.op, tc.key, tc.skip)
 				_, err := s.Head(context.Background(), LockKey("t"))
 				require.NoError(t, err, "frozen under its lease")
 				w.advance(leaseGone)
 				tc.then(t, w, s)
 				after := snapshot(t, s)
-				frozen.Release()
-				r := <-done
+				r := frozen.resume()
 				require.ErrorIs(t, r.err, lock.ErrLost)
 				var conflict *ConflictError
 				require.False(t, errors.As(r.err, &conflict), "not a conflict: %v", r.err)
@@ -242,16 +247,13 @@ func TestAdversaryPausedBatchMeetsTheFence(t *testing.T) {
 		w := newWorld(t, s)
 		first, second := w.proc("first", 0), w.proc("second", 0)
 		n := dueTable(t, w, first, "t", 1500)
-		frozen := first.pause.PauseBefore(objstoretest.OpDeleteBatch, "t.lance/", 0)
-		done := first.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := first.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 0)
 		require.Equal(t, StatePurging, statusOf(t, second.ns, "t").State)
 		w.advance(leaseGone)
 		res, err := second.ns.Purge(context.Background(), "t", PurgeOptions{})
 		require.NoError(t, err, "the second purge takes over and finishes the committed table")
 		require.Equal(t, int64(n), res.Objects, "the first purge deleted nothing")
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		// The resumed batch meets the fence (or the lease's cancelled
 		// context, whichever the process sees first): it sends nothing.
 		require.ErrorIs(t, r.err, lock.ErrLost, "the resumed purge fails: lease lost")
@@ -329,14 +331,11 @@ func TestAdversaryHoldDuringTheWalk(t *testing.T) {
 		w := newWorld(t, s)
 		purger, operator := w.proc("purger", 0), w.proc("operator", 0)
 		dueTable(t, w, purger, "t", 1500)
-		frozen := purger.pause.PauseBefore(objstoretest.OpWalk, "t.lance/", 0)
-		done := purger.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := purger.purgeFrozenAt("t", objstoretest.OpWalk, "t.lance/", 0)
 		_, err := operator.ns.PlaceHold(context.Background(), "t", "case 7")
 		require.NoError(t, err)
 		held := snapshot(t, s)
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.ErrorIs(t, r.err, ErrHeld)
 		require.Zero(t, r.res.Objects)
 		requireSameData(t, held, snapshot(t, s), "nothing deleted, no commit written")
@@ -355,13 +354,10 @@ func TestAdversaryHoldMidPurge(t *testing.T) {
 		ctx := context.Background()
 		purger, operator := w.proc("purger", 0), w.proc("operator", 0)
 		n := dueTable(t, w, purger, "t", 2500)
-		frozen := purger.pause.PauseBefore(objstoretest.OpDeleteBatch, "t.lance/", 1)
-		done := purger.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := purger.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
 		_, err := operator.ns.PlaceHold(ctx, "t", "case 8")
 		require.NoError(t, err)
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.ErrorIs(t, r.err, ErrHeld)
 		require.Less(t, r.res.Objects, int64(n))
 		left := keysUnder(snapshot(t, s), "t.lance/")
@@ -398,9 +394,7 @@ func TestAdversaryPartialPurgeIsNotRevivable(t *testing.T) {
 		require.NoError(t, err)
 		w.advance(time.Hour + time.Second)
 		// The process dies after its first batch (the 800 manifests).
-		frozen := p.pause.PauseBefore(objstoretest.OpDeleteBatch, "t.lance/", 1)
-		done := p.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
 		w.advance(leaseGone) // it never comes back
 		require.Empty(t, keysUnder(snapshot(t, s), "t.lance/_versions/"), "the manifests went first")
 		other := w.proc("operator", 0)
@@ -414,8 +408,7 @@ func TestAdversaryPartialPurgeIsNotRevivable(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, OutcomePurged, res.Outcome)
 		require.Empty(t, keysUnder(snapshot(t, s), "t."))
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.ErrorIs(t, r.err, lock.ErrLost)
 	})
 }
@@ -429,9 +422,7 @@ func TestAdversaryCommittedWithoutDataIsPartiallyPurged(t *testing.T) {
 		ctx := context.Background()
 		p := w.proc("purger", 0)
 		dueTable(t, w, p, "t", 20)
-		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatch, CommitKey("t"), 0)
-		done := p.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteIfMatch, CommitKey("t"), 0)
 		require.Empty(t, keysUnder(snapshot(t, s), "t.lance/"), "the data is gone")
 		other := w.proc("operator", 0)
 		require.Equal(t, StatePurging, statusOf(t, other.ns, "t").State, "partially purged, under a live lease")
@@ -439,8 +430,7 @@ func TestAdversaryCommittedWithoutDataIsPartiallyPurged(t *testing.T) {
 		require.ErrorIs(t, err, ErrPartiallyPurged)
 		require.ErrorContains(t, err, "partially purged: cannot revive")
 		require.ErrorContains(t, err, "run purge to finish it")
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.NoError(t, r.err)
 		require.Empty(t, keysUnder(snapshot(t, s), "t."))
 	})
@@ -457,14 +447,11 @@ func TestAdversaryLostAnswerOfTheMarkerDelete(t *testing.T) {
 		ctx := context.Background()
 		p := w.proc("purger", 0)
 		n := dueTable(t, w, p, "t", 20)
-		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatchAnswer, MarkerKey("t"), 0)
-		done := p.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteIfMatchAnswer, MarkerKey("t"), 0)
 		_, err := s.Head(ctx, MarkerKey("t"))
 		require.ErrorIs(t, err, objstore.ErrNotFound, "the delete landed")
 		w.advance(leaseGone)
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.NoError(t, r.err)
 		require.Equal(t, OutcomePurged, r.res.Outcome)
 		require.Equal(t, int64(n), r.res.Objects)
@@ -483,15 +470,12 @@ func TestAdversaryMarkerRemovedByTheTakeover(t *testing.T) {
 		ctx := context.Background()
 		p := w.proc("purger", 0)
 		dueTable(t, w, p, "t", 20)
-		frozen := p.pause.PauseBefore(objstoretest.OpDeleteIfMatch, MarkerKey("t"), 0)
-		done := p.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteIfMatch, MarkerKey("t"), 0)
 		w.advance(leaseGone)
 		second, err := w.proc("second", 0).ns.Purge(ctx, "t", PurgeOptions{})
 		require.NoError(t, err)
 		require.Equal(t, OutcomeOrphanMarker, second.Outcome)
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.ErrorIs(t, r.err, lock.ErrLost)
 		require.Empty(t, keysUnder(snapshot(t, s), "t."))
 	})
@@ -504,12 +488,9 @@ func TestAdversaryLostLeaseIsAFailure(t *testing.T) {
 		w := newWorld(t, s)
 		p := w.proc("purger", 0)
 		dueTable(t, w, p, "t", 2500)
-		frozen := p.pause.PauseBefore(objstoretest.OpDeleteBatch, "t.lance/", 1)
-		done := p.purgeAsync("t", PurgeOptions{})
-		<-frozen.Reached()
+		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
 		w.advance(DefaultLeaseTTL) // past its deadline, not yet past takeover
-		frozen.Release()
-		r := <-done
+		r := frozen.resume()
 		require.Error(t, r.err)
 		require.ErrorIs(t, r.err, lock.ErrLost)
 		require.NotErrorIs(t, r.err, context.Canceled, "a lost lease is not a cancellation")
