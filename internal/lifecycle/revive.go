@@ -46,8 +46,7 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 		// A purge that committed and then stopped is partially purged
 		// whatever it had deleted: say so, as status does.
 		if c, _, cerr := ns.readCommit(ctx, name); cerr == nil && c != nil && c.Matches(body) {
-			return fmt.Errorf("revive %q: %w: a purge committed at %s (%s) and deleted its data; run purge to finish it",
-				name, ErrPartiallyPurged, c.committedAt().UTC().Format(time.RFC3339), c.Owner)
+			return committedError(name, c)
 		}
 		return fmt.Errorf("revive %q: %w: its data is gone (purged); run purge to remove the orphan marker", name, ErrNotFound)
 	}
@@ -103,6 +102,12 @@ func (ns *Namespace) reviveUnderLease(ctx context.Context, verify func(context.C
 	return nil
 }
 
+// committedError is revive's refusal of a table whose purge committed.
+func committedError(name string, c *Commit) error {
+	return fmt.Errorf("revive %q: %w: a purge committed at %s (%s) and may have deleted part of it; run purge to finish it",
+		name, ErrPartiallyPurged, c.committedAt().UTC().Format(time.RFC3339), c.Owner)
+}
+
 // refuseCommitted fails with ErrPartiallyPurged when a purge committed
 // against this marker; a stale commit (naming an earlier marker) is removed.
 func (ns *Namespace) refuseCommitted(ctx context.Context, name string, marker []byte) error {
@@ -113,8 +118,7 @@ func (ns *Namespace) refuseCommitted(ctx context.Context, name string, marker []
 	case c == nil:
 		return nil
 	case c.Matches(marker):
-		return fmt.Errorf("revive %q: %w: a purge committed at %s (%s) and may have deleted part of it; run purge to finish it",
-			name, ErrPartiallyPurged, c.committedAt().UTC().Format(time.RFC3339), c.Owner)
+		return committedError(name, c)
 	}
 	if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), cobj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("revive %q: remove stale purge commit: %w", name, err)
