@@ -367,10 +367,15 @@ func (f *sentFence) Allow() (time.Duration, error) {
 	return d, err
 }
 
+// cleanupTimeout bounds the requests a purge makes after its lease's
+// context may have been cancelled: the release, the read of a marker whose
+// delete's answer was lost.
+const cleanupTimeout = 10 * time.Second
+
 // markerGone reports whether the store no longer holds name's marker. It
 // reads with its own deadline: the lease's context may be cancelled.
 func (ns *Namespace) markerGone(ctx context.Context, name string) bool {
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_, err := ns.store.Head(hctx, MarkerKey(name))
 	return errors.Is(err, objstore.ErrNotFound)
@@ -471,7 +476,7 @@ func (ns *Namespace) noMarkerError(ctx context.Context, name string) error {
 
 // release gives the lease back on a fresh context: the caller's may be done.
 func (ns *Namespace) release(lease *lock.Lease, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	if err := lease.Release(ctx); err != nil {
 		ns.log.Warn("release lease", "table", name, "err", err)
