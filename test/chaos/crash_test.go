@@ -34,13 +34,7 @@ var crashMix = mix{kindDue: 8, kindNotDue: 1, kindLive: 2, kindOrphan: 1, kindIn
 func TestCrashLocal(t *testing.T) {
 	t.Parallel()
 	kills := knob(t, "REAPER_TEST_CHAOS_KILLS", 200, 2000)
-	crashSuite(t, crashConfig{
-		kills:    kills,
-		leaseTTL: 400 * time.Millisecond,
-		skew:     shortSkew,
-		newRoot:  func(t *testing.T) *backend { return localBackend(t) },
-		files:    [2]int{10, 60},
-	})
+	crashSuite(t, localChaos(kills))
 }
 
 // TestCrashS3 does the same on S3, killing after the k-th request seen by
@@ -49,14 +43,7 @@ func TestCrashLocal(t *testing.T) {
 func TestCrashS3(t *testing.T) {
 	t.Parallel()
 	kills := knob(t, "REAPER_TEST_CHAOS_S3_KILLS", 24, 400)
-	crashSuite(t, crashConfig{
-		kills:    kills,
-		leaseTTL: time.Second,
-		skew:     shortSkew,
-		newRoot:  func(t *testing.T) *backend { return s3Backend(t, "db") },
-		files:    [2]int{4, 20},
-		s3:       true,
-	})
+	crashSuite(t, s3Chaos(kills))
 }
 
 // s3LeaseTTL is the lease of the S3 suites that stop or kill purges. Not
@@ -74,6 +61,29 @@ type crashConfig struct {
 	newRoot  func(t *testing.T) *backend
 	files    [2]int
 	s3       bool
+}
+
+// localChaos and s3Chaos are the roots, leases and table sizes the crash
+// and pause suites share, for kills rounds.
+func localChaos(kills int) crashConfig {
+	return crashConfig{
+		kills:    kills,
+		leaseTTL: 400 * time.Millisecond,
+		skew:     shortSkew,
+		newRoot:  func(t *testing.T) *backend { return localBackend(t) },
+		files:    [2]int{10, 60},
+	}
+}
+
+func s3Chaos(kills int) crashConfig {
+	return crashConfig{
+		kills:    kills,
+		leaseTTL: s3LeaseTTL,
+		skew:     shortSkew,
+		newRoot:  func(t *testing.T) *backend { return s3Backend(t, "db") },
+		files:    [2]int{4, 20},
+		s3:       true,
+	}
 }
 
 // crashStats counts where kills landed, to show the kill points hit the

@@ -61,13 +61,7 @@ import (
 func TestPauseLocal(t *testing.T) {
 	t.Parallel()
 	rounds := knob(t, "REAPER_TEST_CHAOS_PAUSES", 12, 200)
-	pauseSuite(t, crashConfig{
-		kills:    rounds,
-		leaseTTL: 400 * time.Millisecond,
-		skew:     shortSkew,
-		newRoot:  func(t *testing.T) *backend { return localBackend(t) },
-		files:    [2]int{10, 60},
-	})
+	pauseSuite(t, localChaos(rounds))
 }
 
 // TestPauseS3 does the same on S3, stopping A when the proxy sees its k-th
@@ -76,19 +70,13 @@ func TestPauseLocal(t *testing.T) {
 // already sent in full land too (the test waits for them before anyone
 // else acts); one whose body was still arriving when A stopped is dropped,
 // as a server times out a stalled upload (never forwarded after a
-// takeover: see docs/PROTOCOL.md, A1). Leases are 1s; the takeover waits
-// for the store's clock (Date) to pass LastModified + 1s + 1s + skew.
+// takeover: see docs/PROTOCOL.md, A1). Leases are s3LeaseTTL (2s); the
+// takeover waits for the store's clock (Date) to pass LastModified + 2s +
+// 1s + skew.
 func TestPauseS3(t *testing.T) {
 	t.Parallel()
 	rounds := knob(t, "REAPER_TEST_CHAOS_S3_PAUSES", 4, 60)
-	pauseSuite(t, crashConfig{
-		kills:    rounds,
-		leaseTTL: s3LeaseTTL,
-		skew:     shortSkew,
-		newRoot:  func(t *testing.T) *backend { return s3Backend(t, "db") },
-		files:    [2]int{4, 20},
-		s3:       true,
-	})
+	pauseSuite(t, s3Chaos(rounds))
 }
 
 // pauseStats counts what the stops hit, so a suite whose stops never land
