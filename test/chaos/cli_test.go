@@ -98,6 +98,7 @@ type proc struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	begin  time.Time
+	end    time.Time // when it was reaped
 	done   chan struct{}
 	res    result
 	werr   error
@@ -149,6 +150,7 @@ func startReaper(t testing.TB, args, env []string, k *killer) *proc {
 		p.mu.Unlock()
 		p.werr = p.cmd.Wait()
 		p.mu.Lock()
+		p.end = time.Now()
 		p.exited = true // no signal after Wait: the pid may be reused
 		p.mu.Unlock()
 	}()
@@ -195,7 +197,7 @@ func (p *proc) wait(t testing.TB) result {
 	<-p.done
 	defer p.cancel()
 	p.mu.Lock()
-	r := result{args: p.args, stdout: p.stdout.Bytes(), stderr: p.stderr.Bytes(), dur: time.Since(p.begin), killed: p.killed}
+	r := result{args: p.args, stdout: p.stdout.Bytes(), stderr: p.stderr.Bytes(), dur: p.end.Sub(p.begin), killed: p.killed}
 	p.mu.Unlock()
 	var ee *exec.ExitError
 	switch {
