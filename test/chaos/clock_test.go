@@ -1,16 +1,12 @@
 package chaos
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lance-reaper/reaper/internal/ledger"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // TestClockOffset: REAPER_CLOCK_OFFSET makes one reaper process behave as a
@@ -41,10 +37,7 @@ func TestClockOffset(t *testing.T) {
 			ok, why := purgedAll(f, snap)
 			require.True(t, ok, why)
 
-			store, err := all.Open(context.Background(), audit, nil)
-			require.NoError(t, err)
-			rows, err := ledger.Read(context.Background(), store, time.Time{})
-			require.NoError(t, err)
+			rows := ledgerRows(t, audit)
 			require.NotEmpty(t, rows)
 			for _, row := range rows {
 				require.False(t, row.Started.Before(begin.Add(off-time.Second)) || row.Started.After(end.Add(off+time.Second)),

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
@@ -717,4 +718,15 @@ func strayTemps(t testing.TB, b *backend) []string {
 	})
 	require.NoError(t, err)
 	return out
+}
+
+// ledgerRows reads every row of the audit ledger at audit (a local path),
+// whatever its date: processes with skewed clocks put theirs days apart.
+func ledgerRows(t testing.TB, audit string) []ledger.Row {
+	t.Helper()
+	store, err := all.Open(context.Background(), audit, nil)
+	require.NoError(t, err)
+	rows, err := ledger.Read(context.Background(), store, time.Time{})
+	require.NoError(t, err)
+	return rows
 }

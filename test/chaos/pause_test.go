@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -544,10 +542,7 @@ func tableOfKey(f *fixture, key string) string {
 // table it lost says lease_lost.
 func (pr *pausedRun) checkLedger(aPass string) {
 	t := pr.t
-	store, err := all.Open(context.Background(), pr.audit, nil)
-	require.NoError(t, err)
-	rows, err := ledger.Read(context.Background(), store, time.Time{})
-	require.NoError(t, err)
+	rows := ledgerRows(t, pr.audit)
 	purged := map[string]int{}
 	for _, row := range rows {
 		if row.Action == ledger.ActionPurged {

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -156,11 +154,7 @@ func replicaRound(t *testing.T, seed uint64, offsets [replicas]time.Duration, sk
 		}
 	}
 
-	store, err := all.Open(context.Background(), audit, nil)
-	require.NoError(t, err)
-	// Every ledger file: the replicas' clocks put theirs days apart.
-	rows, err := ledger.Read(context.Background(), store, time.Time{})
-	require.NoError(t, err)
+	rows := ledgerRows(t, audit)
 	passes := map[string]time.Time{}
 	purged := map[string]int{}
 	actions := map[string]int{}
