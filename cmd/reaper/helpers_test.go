@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -36,6 +38,9 @@ type backend struct {
 	// get returns the body, or ok=false when the key is missing.
 	get  func(t *testing.T, key string) (body []byte, ok bool)
 	keys func(t *testing.T) []string
+	// store opens the root's bare backend (wrap it in clock to see the
+	// store's clock the commands see).
+	store func(t *testing.T) objstore.Store
 }
 
 // localBackend is a root in t.TempDir().
@@ -69,6 +74,11 @@ func localBackend(t *testing.T) backend {
 			require.NoError(t, err)
 			slices.Sort(keys)
 			return keys
+		},
+		store: func(t *testing.T) objstore.Store {
+			s, err := local.Open(root)
+			require.NoError(t, err)
+			return s
 		},
 	}
 }
@@ -116,6 +126,11 @@ func s3Backend(t *testing.T) backend {
 			}
 			slices.Sort(keys)
 			return keys
+		},
+		store: func(t *testing.T) objstore.Store {
+			s, err := all.Open(ctx, srv.URI(prefix), srv.Options())
+			require.NoError(t, err)
+			return s
 		},
 	}
 }
