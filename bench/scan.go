@@ -12,8 +12,8 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
 // writeFiles creates the files (paths relative to dir) with a small body
@@ -106,7 +106,7 @@ func statusScan(ctx context.Context, c config, t tools, gw *gateway, now time.Ti
 	// Once in-process, through reaper's own instrumented transport: the
 	// client-side count, to cross-check the server's access log.
 	counter := metrics.NewRequestCounter(nil, nil)
-	store, err := all.OpenWith(ctx, root, gw.optionsMap(), s3.WithTransport(counter))
+	store, err := all.Default().Open(ctx, root, gw.optionsMap(), objstore.OpenEnv{Transport: counter})
 	if err != nil {
 		return err
 	}

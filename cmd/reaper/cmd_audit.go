@@ -15,7 +15,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/ledger"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
 
 // defaultAuditSince is how far back `reaper audit` looks without --since.
@@ -104,7 +104,11 @@ func runAudit(ctx context.Context, o auditOptions, stdout io.Writer) error {
 			return err
 		}
 	}
-	store, err := all.Open(ctx, loc, so)
+	log, err := o.logger()
+	if err != nil {
+		return err
+	}
+	store, err := stack.Open(ctx, loc, so, stack.Options{Logger: log})
 	if err != nil {
 		return usagef("--location %s: %w", loc, err)
 	}

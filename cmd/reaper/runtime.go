@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -20,9 +19,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -126,13 +124,10 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 	return cfg, nil
 }
 
-// newRuntime loads the configuration and wires the worker: each root's
-// store is opened with a request counter, wrapped in retries that share one
-// pacer per pass, then metrics and tracing (one order, one place).
+// newRuntime loads the configuration and wires the worker. Every store it
+// opens (roots, discovery, the audit ledger) comes from stack.Open with the
+// pass's request counter, pacer, metrics and tracer.
 func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, error) {
-	if lifecycle.LockSuffix != retry.LockSuffix {
-		panic("lock suffix differs between lifecycle and retry")
-	}
 	cfg, err := loadConfig(so, f)
 	if err != nil {
 		return nil, err
@@ -160,34 +155,28 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	}
 	rt := &runtime{cfg: cfg, log: log, registry: reg, metrics: m, tracerTP: tp, shutdown: shutdown, flags: f,
 		counter: metrics.NewRequestCounter(nil, m)}
-	pacer := retry.NewPacer(cfg.Limits.RequestsPerSecond)
-	open := func(ctx context.Context, r config.Root) (objstore.Store, error) {
-		s, err := all.OpenWith(ctx, r.URI, r.StorageOptions, s3.WithTransport(rt.counter))
-		if err != nil {
-			return nil, err
-		}
-		if so.wrapStore != nil {
-			s = so.wrapStore(s)
-		}
-		transient, throttle := retry.NeverTransient, retry.NeverTransient
-		if strings.HasPrefix(r.URI, "s3://") {
-			transient, throttle = s3.IsTransient, s3.IsThrottle
-		}
-		s = retry.Wrap(s, retry.Options{
-			MaxElapsed: cfg.Limits.RetryMaxElapsed.D(), IsTransient: transient, IsThrottle: throttle, Pacer: pacer,
-			OnRetry: func(op string, attempt int, err error, wait time.Duration) {
-				log.Warn("store request retried", "root", r.URI, "op", op, "attempt", attempt, "wait", wait.String(), "err", err)
-			},
-		})
-		s = metrics.WrapStore(s, m)
-		return metrics.WrapStoreTracing(s, tp), nil
+	stackOpts := stack.Options{
+		Transport:       rt.counter,
+		WrapBackend:     so.wrapStore,
+		Pacer:           retry.NewPacer(cfg.Limits.RequestsPerSecond),
+		Unpaced:         lifecycle.IsLockKey,
+		RetryMaxElapsed: cfg.Limits.RetryMaxElapsed.D(),
+		Logger:          log,
+		Metrics:         m,
+		TracerProvider:  tp,
 	}
+	open := func(ctx context.Context, r config.Root) (objstore.Store, error) {
+		return stack.Open(ctx, r.URI, r.StorageOptions, stackOpts)
+	}
+	// The test seam moves the roots' clock only, as it always did.
+	auxOpts := stackOpts
+	auxOpts.WrapBackend = nil
 	rt.worker = &worker.Worker{
 		Config: cfg,
 		Open:   open,
 		Roots: func(ctx context.Context) ([]config.Root, error) {
 			rs, err := roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
-				return all.OpenWith(ctx, uri, opts, s3.WithTransport(rt.counter)) // discovery counts too
+				return stack.Open(ctx, uri, opts, auxOpts)
 			})
 			if cfg.Shard.Count > 1 {
 				rs = roots.Assign(rs, cfg.Shard.Index, cfg.Shard.Count)
@@ -202,7 +191,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		Version:  version,
 	}
 	if loc := cfg.Audit.Location; loc != "" {
-		ls, err := openAudit(ctx, loc, cfg.Audit.StorageOptions)
+		ls, err := openAudit(ctx, loc, cfg.Audit.StorageOptions, auxOpts)
 		if err != nil {
 			return nil, usagef("audit.location %s: %w", loc, err)
 		}
@@ -212,7 +201,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 }
 
 // openAudit opens the ledger location, creating a local directory.
-func openAudit(ctx context.Context, loc string, opts map[string]string) (objstore.Store, error) {
+func openAudit(ctx context.Context, loc string, opts map[string]string, so stack.Options) (objstore.Store, error) {
 	if err := ledger.CheckLocation(loc); err != nil {
 		return nil, err
 	}
@@ -221,7 +210,7 @@ func openAudit(ctx context.Context, loc string, opts map[string]string) (objstor
 			return nil, err
 		}
 	}
-	return all.Open(ctx, loc, opts)
+	return stack.Open(ctx, loc, opts, so)
 }
 
 // export pushes or writes the pass's metrics when configured.

@@ -54,6 +54,10 @@ func MarkerKey(name string) string { return name + MarkerSuffix }
 // LockKey is the key of a table's lifecycle lease.
 func LockKey(name string) string { return name + LockSuffix }
 
+// IsLockKey reports whether key is a lifecycle lease; the store stack lets
+// their requests bypass the pacer (retry.Options.Unpaced).
+func IsLockKey(key string) bool { return strings.HasSuffix(key, LockSuffix) }
+
 // CommitKey is the key of a table's purge commit.
 func CommitKey(name string) string { return name + CommitSuffix }
 

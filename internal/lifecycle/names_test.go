@@ -20,6 +20,8 @@ func TestKeyLayout(t *testing.T) {
 	require.Equal(t, "foo.deleted.lance/", TableDir("foo.deleted"))
 	require.Equal(t, "foo.deleted.deleted", MarkerKey("foo.deleted"))
 	require.Equal(t, "foo.deleted.reaper-lock", LockKey("foo.deleted"))
+	require.True(t, IsLockKey("root/t.reaper-lock"))
+	require.False(t, IsLockKey("root/t.lance/data/x.reaper-lock/y"))
 }
 
 func TestClassify(t *testing.T) {

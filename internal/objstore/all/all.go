@@ -1,6 +1,13 @@
-// Package all opens a Store for any root URI reaper supports. Backends are
+// Package all is the registry of reaper's storage backends. Backends are
 // listed once, explicitly, in Default (no init() registration), so adding a
-// scheme is a visible one-line change and a duplicate is an error.
+// scheme is a visible one-line change and a duplicate is an error. Each entry
+// is the backend's own descriptor (objstore.Backend): the registry opens
+// stores through it, and validates and redacts storage options with it, so
+// no other package needs to know a backend by name.
+//
+// Open returns the bare backend. Callers that do I/O for real (the public
+// API, the worker, discovery, the audit ledger) open through package stack,
+// which adds retries, pacing and instrumentation on top.
 package all
 
 import (
@@ -13,105 +20,93 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
-// Opener opens one backend's store for a parsed location and its storage
-// options.
-type Opener func(ctx context.Context, loc objstore.Location, options map[string]string) (objstore.Store, error)
-
-// Registry maps URI schemes to backends.
-type Registry struct {
-	openers map[objstore.Scheme]Opener
-}
-
-// NewRegistry returns an empty registry; tests use it to register fakes.
-func NewRegistry() *Registry {
-	return &Registry{openers: map[objstore.Scheme]Opener{}}
-}
-
-// Register adds a backend; a scheme registered twice is an error.
-func (r *Registry) Register(scheme objstore.Scheme, open Opener) error {
-	if _, dup := r.openers[scheme]; dup {
-		return fmt.Errorf("register backend %q: already registered", scheme)
-	}
-	r.openers[scheme] = open
-	return nil
-}
-
-// Schemes lists the registered schemes, sorted.
-func (r *Registry) Schemes() []objstore.Scheme {
-	var out []objstore.Scheme
-	for s := range r.openers {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Open parses uri and opens the store of its scheme.
-func (r *Registry) Open(ctx context.Context, uri string, options map[string]string) (objstore.Store, error) {
-	loc, err := objstore.ParseLocation(uri)
-	if err != nil {
-		return nil, err
-	}
-	open, ok := r.openers[loc.Scheme]
-	if !ok {
-		return nil, fmt.Errorf("root URI %q: no backend for scheme %q (have %v)", uri, loc.Scheme, r.Schemes())
-	}
-	return open(ctx, loc, options)
-}
-
 // Default returns the registry of every backend reaper ships.
 func Default() *Registry {
 	r := NewRegistry()
-	for _, b := range []struct {
-		scheme objstore.Scheme
-		open   Opener
-	}{
-		{objstore.SchemeFile, openLocal},
-		{objstore.SchemeS3, openS3},
+	for _, b := range []objstore.Backend{
+		local.Backend(),
+		s3.Backend(),
 	} {
-		if err := r.Register(b.scheme, b.open); err != nil {
+		if err := r.Register(b); err != nil {
 			panic(err) // a programming error in the list above
 		}
 	}
 	return r
 }
 
-// Open opens uri with the default registry.
+// Open opens uri with the default registry, bare: no retries, no metrics.
 func Open(ctx context.Context, uri string, options map[string]string) (objstore.Store, error) {
-	return Default().Open(ctx, uri, options)
+	return Default().Open(ctx, uri, options, objstore.OpenEnv{})
 }
 
-// openLocal refuses storage options: they configure object stores only, and
-// silently ignoring them would hide a wrong root URI.
-func openLocal(_ context.Context, loc objstore.Location, options map[string]string) (objstore.Store, error) {
-	if len(options) > 0 {
-		return nil, fmt.Errorf("open %s: storage option %q applies to s3:// roots only", loc, sortedKeys(options)[0])
+// Registry maps URI schemes to backends.
+type Registry struct {
+	backends map[objstore.Scheme]objstore.Backend
+}
+
+// NewRegistry returns an empty registry; tests use it to register fakes.
+func NewRegistry() *Registry {
+	return &Registry{backends: map[objstore.Scheme]objstore.Backend{}}
+}
+
+// Register adds a backend; a scheme registered twice, or a descriptor
+// without a scheme or an Open, is an error.
+func (r *Registry) Register(b objstore.Backend) error {
+	switch {
+	case b.Scheme == "" || b.Open == nil:
+		return fmt.Errorf("register backend %q: scheme and Open are required", b.Scheme)
+	case r.has(b.Scheme):
+		return fmt.Errorf("register backend %q: already registered", b.Scheme)
 	}
-	return local.Open(loc.Path)
+	r.backends[b.Scheme] = b
+	return nil
 }
 
-func openS3(ctx context.Context, loc objstore.Location, options map[string]string) (objstore.Store, error) {
-	return s3.Open(ctx, loc, options)
+func (r *Registry) has(s objstore.Scheme) bool {
+	_, ok := r.backends[s]
+	return ok
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// Schemes lists the registered schemes, sorted.
+func (r *Registry) Schemes() []objstore.Scheme {
+	var out []objstore.Scheme
+	for s := range r.backends {
+		out = append(out, s)
 	}
-	slices.Sort(keys)
-	return keys
+	slices.Sort(out)
+	return out
 }
 
-// OpenWith opens uri like Open, passing extra options to the S3 backend
-// (for example a request-counting transport); file roots ignore them.
-func OpenWith(ctx context.Context, uri string, options map[string]string, s3opts ...s3.Option) (objstore.Store, error) {
+// Resolve parses uri and returns its location and its scheme's backend.
+func (r *Registry) Resolve(uri string) (objstore.Location, objstore.Backend, error) {
 	loc, err := objstore.ParseLocation(uri)
 	if err != nil {
-		return nil, err
+		return loc, objstore.Backend{}, err
 	}
-	if loc.Scheme == objstore.SchemeS3 {
-		return s3.Open(ctx, loc, options, s3opts...)
+	b, ok := r.backends[loc.Scheme]
+	if !ok {
+		return loc, b, fmt.Errorf("root URI %q: no backend for scheme %q (have %v)", uri, loc.Scheme, r.Schemes())
 	}
-	return Open(ctx, uri, options)
+	return loc, b, nil
+}
+
+// Open parses uri, checks the storage options and opens the store of its
+// scheme, bare.
+func (r *Registry) Open(ctx context.Context, uri string, options map[string]string, env objstore.OpenEnv) (objstore.Store, error) {
+	s, _, err := r.OpenBackend(ctx, uri, options, env)
+	return s, err
+}
+
+// OpenBackend is Open that also returns the backend's descriptor, whose
+// error classification the retry layer needs.
+func (r *Registry) OpenBackend(ctx context.Context, uri string, options map[string]string, env objstore.OpenEnv) (objstore.Store, objstore.Backend, error) {
+	loc, b, err := r.Resolve(uri)
+	if err != nil {
+		return nil, b, err
+	}
+	if err := r.CheckOptions(loc.Scheme, options); err != nil {
+		return nil, b, fmt.Errorf("open %s: %w", loc, err)
+	}
+	s, err := b.Open(ctx, loc, options, env)
+	return s, b, err
 }

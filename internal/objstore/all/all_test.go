@@ -62,13 +62,45 @@ func TestOpenDispatch(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	r := all.NewRegistry()
-	fake := func(context.Context, objstore.Location, map[string]string) (objstore.Store, error) {
-		return objstore.Store(nil), nil
+	fake := objstore.Backend{
+		Scheme: objstore.SchemeFile,
+		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
+			return objstore.NewMemory(), nil
+		},
 	}
-	require.NoError(t, r.Register(objstore.SchemeFile, fake))
-	require.ErrorContains(t, r.Register(objstore.SchemeFile, fake), "already registered")
+	require.NoError(t, r.Register(fake))
+	require.ErrorContains(t, r.Register(fake), "already registered")
+	require.ErrorContains(t, r.Register(objstore.Backend{Scheme: "gs"}), "Open are required")
 
-	_, err := r.Open(t.Context(), "s3://bkt", nil)
+	_, err := r.Open(t.Context(), "s3://bkt", nil, objstore.OpenEnv{})
 	require.ErrorContains(t, err, `no backend for scheme "s3"`)
 	require.Equal(t, []objstore.Scheme{objstore.SchemeFile, objstore.SchemeS3}, all.Default().Schemes())
+}
+
+// TestOptionsFromDescriptors pins that validation and secrecy come from the
+// backends' own descriptors, not from a list kept beside them.
+func TestOptionsFromDescriptors(t *testing.T) {
+	r := all.Default()
+	for _, o := range s3.Backend().Options {
+		require.Equal(t, o.Secret, r.IsSecretOption(o.Name), o.Name)
+	}
+	require.True(t, r.IsSecretOption(s3.OptSecretAccessKey))
+	require.True(t, r.IsSecretOption(s3.OptSessionToken))
+	require.False(t, r.IsSecretOption(s3.OptAccessKeyID))
+	require.Equal(t, s3.AcceptedOptions, r.OptionNames(objstore.SchemeS3))
+	require.Empty(t, r.OptionNames(objstore.SchemeFile))
+	require.Equal(t, "applies to s3:// roots only", r.TakesOptions())
+
+	// A backend without its own CheckOptions accepts exactly its names.
+	fake := all.NewRegistry()
+	require.NoError(t, fake.Register(objstore.Backend{
+		Scheme:  objstore.SchemeS3,
+		Options: []objstore.StorageOption{{Name: "b"}, {Name: "a", Secret: true}},
+		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
+			return objstore.NewMemory(), nil
+		},
+	}))
+	require.NoError(t, fake.CheckOptions(objstore.SchemeS3, map[string]string{"a": "1", "b": "2"}))
+	require.EqualError(t, fake.CheckOptions(objstore.SchemeS3, map[string]string{"c": "1"}), `unknown storage option "c" (accepted: b, a)`)
+	require.True(t, fake.IsSecretOption("a"))
 }

@@ -35,9 +35,17 @@ type Options struct {
 	IsThrottle func(error) bool
 	// Pacer, if set, is waited on before every attempt and every further
 	// listing page, told Throttled on every throttle (IsThrottle) and
-	// Succeeded on every success; share one per pass. Lock keys (IsLockKey)
-	// neither wait on it nor feed it.
+	// Succeeded on every success; share one per pass. Unpaced keys neither
+	// wait on it nor feed it.
 	Pacer *Pacer
+	// Unpaced picks the keys whose requests bypass the Pacer: lease locks.
+	// A renewal queued behind a throttled purge could miss its deadline,
+	// the lease would be lost and the purge under it cancelled, so slowing
+	// down would turn into stopping; lease requests are a handful per
+	// minute, so letting them through does not defeat the pacer. The owner
+	// of the key layout supplies it (lifecycle.IsLockKey); nil paces every
+	// key.
+	Unpaced func(key string) bool
 	// OnRetry, if set, is called before each wait with the operation name,
 	// the number of the attempt that failed (1-based), its error and the wait.
 	OnRetry func(op string, attempt int, err error, wait time.Duration)

@@ -2,24 +2,11 @@ package retry
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
-
-// LockSuffix ends the keys of reaper's lease locks. It must equal
-// lifecycle.LockSuffix; objstore cannot import lifecycle (layering), so the
-// value is repeated here and the wiring checks they agree.
-const LockSuffix = ".reaper-lock"
-
-// IsLockKey reports whether key is a lease lock. Lock traffic bypasses the
-// pacer: a renewal queued behind a throttled purge could miss its deadline,
-// the lease would be lost and the purge under it cancelled — slowing down
-// would turn into stopping. Lease requests are a handful per minute, so
-// letting them through does not defeat the pacer.
-func IsLockKey(key string) bool { return strings.HasSuffix(key, LockSuffix) }
 
 // Pacer defaults.
 const (
@@ -202,22 +189,27 @@ func (p *Pacer) Rate() float64 {
 	return p.cur
 }
 
-// pace waits on the pacer unless there is none or key is a lease lock.
+// paced reports whether requests for key wait on and feed the pacer.
+func (s *Store) paced(key string) bool {
+	return s.opts.Pacer != nil && (s.opts.Unpaced == nil || !s.opts.Unpaced(key))
+}
+
+// pace waits on the pacer unless there is none or key is unpaced.
 func (s *Store) pace(ctx context.Context, key string) error {
-	if s.opts.Pacer == nil || IsLockKey(key) {
+	if !s.paced(key) {
 		return nil
 	}
 	return s.opts.Pacer.Wait(ctx)
 }
 
 func (s *Store) succeeded(key string) {
-	if s.opts.Pacer != nil && !IsLockKey(key) {
+	if s.paced(key) {
 		s.opts.Pacer.Succeeded()
 	}
 }
 
 func (s *Store) throttled(key string) {
-	if s.opts.Pacer != nil && !IsLockKey(key) {
+	if s.paced(key) {
 		s.opts.Pacer.Throttled()
 	}
 }

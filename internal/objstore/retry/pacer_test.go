@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,14 +159,12 @@ func TestStoreOnlyThrottlesSlowThePacer(t *testing.T) {
 	}
 }
 
-func TestLockKeysBypassPacer(t *testing.T) {
-	require.True(t, IsLockKey("root/t.reaper-lock"))
-	require.False(t, IsLockKey("root/t.lance/data/x.reaper-lock/y"))
-
+func TestUnpacedKeysBypassPacer(t *testing.T) {
 	clk := newFakeTime()
 	p := fakePacer(1, clk)
 	opts := testOptions(clk)
 	opts.Pacer = p
+	opts.Unpaced = func(key string) bool { return strings.HasSuffix(key, ".reaper-lock") }
 	s := Wrap(newFlaky(objstore.NewMemory(), 0), opts)
 	ctx := t.Context()
 
@@ -180,7 +179,7 @@ func TestLockKeysBypassPacer(t *testing.T) {
 	_, _, err = s.Get(ctx, "t.reaper-lock")
 	require.NoError(t, err)
 	require.NoError(t, s.DeleteIfMatch(ctx, "t.reaper-lock", obj.ETag))
-	require.Empty(t, clk.Waits(), "lock traffic never waits on the pacer")
+	require.Empty(t, clk.Waits(), "unpaced (lock) traffic never waits on the pacer")
 
 	_, err = s.Put(ctx, "bulk", []byte("y"))
 	require.NoError(t, err)

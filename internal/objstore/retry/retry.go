@@ -6,7 +6,8 @@
 // timed-out attempt landed before calling a later conflict lost.
 //
 // A shared Pacer slows the whole pass while the store pushes back; lease
-// traffic (IsLockKey) bypasses it so renewals never queue behind bulk work.
+// traffic (Options.Unpaced) bypasses it so renewals never queue behind bulk
+// work.
 package retry
 
 import (

@@ -1,0 +1,61 @@
+package objstore
+
+import (
+	"context"
+	"net/http"
+)
+
+// This file owns what a backend says about itself. Each backend package
+// exports one Backend value; the registry (package all) lists them, and
+// everything that used to know a backend by name (config validation and
+// redaction, the retry layer's error classification, the HTTP transport)
+// asks the descriptor instead.
+
+// Backend describes one storage backend.
+type Backend struct {
+	// Scheme is the root-URI scheme the backend serves (see ParseLocation).
+	Scheme Scheme
+	// Options are the storage option names the backend accepts; none means
+	// a root of this scheme takes no storage options.
+	Options []StorageOption
+	// CheckOptions validates a set of storage options strictly (unknown
+	// names, malformed values), without opening anything. Values of secret
+	// options never appear in its errors. Nil accepts exactly the names in
+	// Options.
+	CheckOptions func(options map[string]string) error
+	// Open opens the store at loc. It is called only with a loc of Scheme and
+	// options that passed CheckOptions.
+	Open func(ctx context.Context, loc Location, options map[string]string, env OpenEnv) (Store, error)
+	// IsTransient reports whether an error of this backend is worth
+	// retrying; nil means never (every error is final). Not-found and
+	// precondition failures are not classified here: every backend maps
+	// them to ErrNotFound and ErrPrecondition, which are always final.
+	IsTransient func(error) bool
+	// IsThrottle picks, among transient errors, the store pushing back,
+	// which slows the whole pass (see package retry); nil means none.
+	IsThrottle func(error) bool
+}
+
+// StorageOption is one storage option name a backend accepts.
+type StorageOption struct {
+	Name string
+	// Secret values never reach logs, errors or printed configuration.
+	Secret bool
+}
+
+// OpenEnv is what the caller lends a backend at Open, beyond the URI and
+// the storage options.
+type OpenEnv struct {
+	// Transport, if set, carries every HTTP request of an HTTP backend (a
+	// request counter, a fault injector); backends without HTTP ignore it.
+	Transport http.RoundTripper
+}
+
+// OptionNames lists the backend's storage option names in declared order.
+func (b Backend) OptionNames() []string {
+	names := make([]string, len(b.Options))
+	for i, o := range b.Options {
+		names[i] = o.Name
+	}
+	return names
+}
