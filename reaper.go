@@ -15,10 +15,14 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
-	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/objstore/retry"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
 
 // Types shared with the lifecycle engine.
@@ -120,6 +124,18 @@ type Options struct {
 	// Now is this host's clock for logs (time.Now when nil). It decides
 	// nothing: due-ness and lease takeovers read the store's clock.
 	Now func() time.Time
+	// Registerer receives reaper's metrics for this root's store calls
+	// (reaper_objstore_requests_total, reaper_objstore_request_duration_seconds,
+	// reaper_s3_http_requests_total); nil records none. Namespaces may
+	// share one registry: they count into the same series.
+	Registerer prometheus.Registerer
+	// TracerProvider traces every store call (a span per call); nil traces
+	// none.
+	TracerProvider trace.TracerProvider
+	// RetryMaxElapsed caps how long one store call retries transient
+	// failures (throttling, 5xx, resets), counted from its first failure
+	// (2 min).
+	RetryMaxElapsed time.Duration
 }
 
 // Namespace is one opened database root.
@@ -129,17 +145,25 @@ type Namespace struct {
 
 // Open opens the database root at rootURI: "/abs/path", "file:///abs/path"
 // or "s3://bucket/prefix". It does not list the root; the first call does.
+// The store it opens is the one the reaper CLI uses: transient failures are
+// retried with backoff, throttling slows this Namespace down, and every call
+// is counted and traced when Options ask for it.
 func Open(ctx context.Context, rootURI string, opts Options) (*Namespace, error) {
-	store, err := all.Open(ctx, rootURI, opts.StorageOptions)
+	so := stack.Options{
+		Pacer:           retry.NewPacer(0),
+		Unpaced:         lifecycle.IsLockKey,
+		RetryMaxElapsed: opts.RetryMaxElapsed,
+		Logger:          opts.Logger,
+		TracerProvider:  opts.TracerProvider,
+	}
+	if opts.Registerer != nil {
+		so.Metrics = metrics.NewShared(opts.Registerer, metrics.Options{})
+		so.Transport = metrics.NewRequestCounter(nil, so.Metrics)
+	}
+	store, err := stack.Open(ctx, rootURI, opts.StorageOptions, so)
 	if err != nil {
 		return nil, err
 	}
-	return OpenStore(store, opts)
-}
-
-// OpenStore wraps an already opened store; reaper's own wrappers (metrics,
-// retries, dry run) compose this way.
-func OpenStore(store objstore.Store, opts Options) (*Namespace, error) {
 	ns, err := lifecycle.New(store, lifecycle.Options{
 		DefaultTTL:    opts.DefaultTTL,
 		SkewAllowance: opts.SkewAllowance,

@@ -17,7 +17,7 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
 
 const rootLong = `reaper drops, revives, inspects and purges the tables of a Lance / LanceDB
@@ -254,15 +254,7 @@ func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger
 		Logger:         log,
 		Now:            o.Now,
 	}
-	var ns *reaper.Namespace
-	if o.wrapStore == nil {
-		ns, err = reaper.Open(ctx, root, ropts)
-	} else {
-		var s objstore.Store
-		if s, err = all.Open(ctx, root, so); err == nil {
-			ns, err = reaper.OpenStore(o.wrapStore(s), ropts)
-		}
-	}
+	ns, err := reaper.Open(stack.WithWrapBackend(ctx, o.wrapStore), root, ropts)
 	if err != nil {
 		if strings.Contains(err.Error(), root) {
 			return nil, nil, asUsage(err)
