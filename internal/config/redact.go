@@ -3,18 +3,16 @@ package config
 import (
 	"maps"
 
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // RedactedValue is the placeholder for secret values.
 const RedactedValue = "REDACTED"
 
-// secretOptions are the storage options whose values never reach logs.
-var secretOptions = []string{s3.OptSecretAccessKey, s3.OptSessionToken}
-
-// Redacted returns a deep copy safe to log or print: secret storage options
-// (aws_secret_access_key, aws_session_token) read "REDACTED" and a password
-// in the pushgateway URL is masked. c itself is not changed.
+// Redacted returns a deep copy safe to log or print: the storage options
+// a backend declares secret (aws_secret_access_key, aws_session_token) read
+// "REDACTED" and a password in the pushgateway URL is masked. c itself is
+// not changed.
 func (c Config) Redacted() Config {
 	out := c
 	out.Roots = redactRoots(c.Roots)
@@ -48,8 +46,9 @@ func redactOptions(m map[string]string) map[string]string {
 		return nil
 	}
 	out := maps.Clone(m)
-	for _, k := range secretOptions {
-		if v, ok := out[k]; ok && v != "" {
+	backends := all.Default()
+	for k, v := range out {
+		if v != "" && backends.IsSecretOption(k) {
 			out[k] = RedactedValue
 		}
 	}

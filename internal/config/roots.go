@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // DiscoverParent returns the directory a discover pattern lists: the
@@ -59,18 +59,23 @@ func (c Config) validateRoots(v *validator) {
 	}
 }
 
-// checkStorageOptions validates options with the S3 backend's own parser;
-// file locations take none.
+// checkStorageOptions validates options with the rules the location's
+// backend declares (package all); a scheme that takes none says which do.
+// config asks the registry rather than keeping its own table of option
+// names: the registry is the one list of backends, and the SDKs it links
+// are in every binary that loads a configuration anyway.
 func checkStorageOptions(v *validator, key string, loc objstore.Location, opts map[string]string) {
 	if len(opts) == 0 {
 		return
 	}
-	if loc.Scheme != objstore.SchemeS3 {
-		v.add(key, optionKeys(opts), "storage options apply to s3:// locations only", "remove them from this "+string(loc.Scheme)+" location")
+	backends := all.Default()
+	names := backends.OptionNames(loc.Scheme)
+	if len(names) == 0 {
+		v.add(key, optionKeys(opts), "storage options apply to "+all.SchemeForms(backends.OptionSchemes())+" locations only", "remove them from this "+string(loc.Scheme)+" location")
 		return
 	}
-	if _, err := s3.ParseOptions(opts); err != nil {
-		v.add(key, optionKeys(opts), err.Error(), "accepted options: "+strings.Join(s3.AcceptedOptions, ", "))
+	if err := backends.CheckOptions(loc.Scheme, opts); err != nil {
+		v.add(key, optionKeys(opts), err.Error(), "accepted options: "+strings.Join(names, ", "))
 	}
 }
 

@@ -39,16 +39,32 @@ func (r *Registry) CheckOptions(scheme objstore.Scheme, options map[string]strin
 // TakesOptions says which roots take storage options, for messages about
 // options given elsewhere: "applies to s3:// roots only".
 func (r *Registry) TakesOptions() string {
-	var forms []string
-	for _, s := range r.Schemes() {
-		if len(r.backends[s].Options) > 0 {
-			forms = append(forms, string(s)+"://")
-		}
-	}
-	if len(forms) == 0 {
+	schemes := r.OptionSchemes()
+	if len(schemes) == 0 {
 		return "is not accepted: no backend takes storage options"
 	}
-	return "applies to " + strings.Join(forms, " and ") + " roots only"
+	return "applies to " + SchemeForms(schemes) + " roots only"
+}
+
+// OptionSchemes lists the schemes whose roots take storage options, sorted.
+func (r *Registry) OptionSchemes() []objstore.Scheme {
+	var out []objstore.Scheme
+	for _, s := range r.Schemes() {
+		if len(r.backends[s].Options) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SchemeForms renders schemes as URI prefixes for messages: "s3://",
+// "gs:// and s3://".
+func SchemeForms(schemes []objstore.Scheme) string {
+	forms := make([]string, len(schemes))
+	for i, s := range schemes {
+		forms[i] = string(s) + "://"
+	}
+	return strings.Join(forms, " and ")
 }
 
 // OptionNames lists the storage option names scheme accepts, in the
