@@ -14,7 +14,7 @@ import (
 // RequestCounter is an http.RoundTripper that counts S3 requests by
 // operation and status code, in reaper_s3_http_requests_total and in
 // in-memory totals (Counts), so benchmarks can state exactly how many
-// requests a purge sends. Hand it to s3.WithTransport.
+// requests a purge sends. Hand it to stack.Options.Transport.
 type RequestCounter struct {
 	next http.RoundTripper
 	m    *Metrics

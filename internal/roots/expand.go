@@ -13,7 +13,7 @@ import (
 )
 
 // OpenFunc opens the store of a root URI with its storage options
-// (all.Open in production).
+// (stack.Open in production, with retries and metrics).
 type OpenFunc func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error)
 
 // errStop ends a listing after its first page.
