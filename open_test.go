@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
@@ -56,8 +58,9 @@ func (p *slowDownProxy) count() int {
 
 // TestOpenRetriesAndCounts: an embedded caller gets the CLI's store stack.
 // A throttled marker write is retried (before, reaper.Open returned the
-// bare backend and Drop failed with the 503), and the store's metrics land
-// in the caller's registry, shared by every Namespace opened on it.
+// bare backend and Drop failed with the 503), the store's metrics land in
+// the caller's registry, shared by every Namespace opened on it, and its
+// calls are traced with the caller's provider.
 func TestOpenRetriesAndCounts(t *testing.T) {
 	srv := objstoretest.S3(t)
 	ctx := t.Context()
@@ -75,10 +78,13 @@ func TestOpenRetriesAndCounts(t *testing.T) {
 	opts["aws_endpoint"] = front.URL
 
 	reg := prometheus.NewRegistry()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	open := func() *reaper.Namespace {
 		ns, err := reaper.Open(ctx, srv.URI("db"), reaper.Options{
 			StorageOptions: opts,
 			Registerer:     reg,
+			TracerProvider: tp,
 			Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
 		require.NoError(t, err)
@@ -97,6 +103,11 @@ func TestOpenRetriesAndCounts(t *testing.T) {
 	require.Equal(t, 1.0, counterValue(t, reg, "reaper_s3_http_requests_total", map[string]string{"operation": "PutObject", "code": "200"}))
 	require.Equal(t, 1.0, counterValue(t, reg, "reaper_objstore_requests_total", map[string]string{"op": "put_if_absent", "code": "ok"}),
 		"the store call is counted once, however often it was retried")
+	var ops []string
+	for _, s := range spans.Ended() {
+		ops = append(ops, s.Name())
+	}
+	require.Contains(t, ops, "objstore.put_if_absent", "store calls are traced with the caller's provider")
 }
 
 // counterValue reads one counter series from reg; 0 when it is absent.
