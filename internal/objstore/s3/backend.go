@@ -11,16 +11,8 @@ import (
 // and the classification the retry layer uses.
 func Backend() objstore.Backend {
 	return objstore.Backend{
-		Scheme: objstore.SchemeS3,
-		Options: []objstore.StorageOption{
-			{Name: OptAllowHTTP},
-			{Name: OptAccessKeyID},
-			{Name: OptEndpoint},
-			{Name: OptRegion},
-			{Name: OptSecretAccessKey, Secret: true},
-			{Name: OptSessionToken, Secret: true},
-			{Name: OptVirtualHostedStyle},
-		},
+		Scheme:  objstore.SchemeS3,
+		Options: storageOptions(),
 		CheckOptions: func(options map[string]string) error {
 			_, err := ParseOptions(options)
 			return err

@@ -34,7 +34,7 @@ func FuzzParseOptions(f *testing.F) {
 		o, err := s3.ParseOptions(m)
 		if err == nil {
 			for k := range m {
-				require.Contains(t, s3.AcceptedOptions, k)
+				require.Contains(t, s3.Backend().OptionNames(), k)
 			}
 			require.Equal(t, m[s3.OptEndpoint], o.Endpoint)
 			require.Equal(t, m[s3.OptRegion], o.Region)

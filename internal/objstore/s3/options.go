@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // Storage option names, as LanceDB and Lance spell them.
@@ -18,10 +20,18 @@ const (
 	OptVirtualHostedStyle = "aws_virtual_hosted_style_request"
 )
 
-// AcceptedOptions lists every storage option name ParseOptions knows.
-var AcceptedOptions = []string{
-	OptAllowHTTP, OptAccessKeyID, OptEndpoint, OptRegion,
-	OptSecretAccessKey, OptSessionToken, OptVirtualHostedStyle,
+// storageOptions is the one table of the names ParseOptions knows, in the
+// order its errors list them, the secret ones marked; Backend publishes it.
+func storageOptions() []objstore.StorageOption {
+	return []objstore.StorageOption{
+		{Name: OptAllowHTTP},
+		{Name: OptAccessKeyID},
+		{Name: OptEndpoint},
+		{Name: OptRegion},
+		{Name: OptSecretAccessKey, Secret: true},
+		{Name: OptSessionToken, Secret: true},
+		{Name: OptVirtualHostedStyle},
+	}
 }
 
 // Options are the parsed storage options. Empty fields fall back to the AWS
@@ -78,7 +88,7 @@ func ParseOptions(m map[string]string) (Options, error) {
 		case OptVirtualHostedStyle:
 			o.VirtualHostedStyle, err = parseBool(k, v)
 		default:
-			return Options{}, fmt.Errorf("unknown storage option %q (accepted: %s)", k, strings.Join(AcceptedOptions, ", "))
+			return Options{}, fmt.Errorf("unknown storage option %q (accepted: %s)", k, strings.Join(Backend().OptionNames(), ", "))
 		}
 		if err != nil {
 			return Options{}, err
