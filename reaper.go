@@ -223,7 +223,10 @@ func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...strin
 }
 
 // Purge reclaims one due soft-deleted table in the crash-safe order
-// documented in docs/FORMAT.md.
+// documented in docs/FORMAT.md. opts.Progress is called after every delete
+// batch with the running totals. Cancelling ctx stops the purge before its
+// next request; the error then wraps context.Canceled and the table stays
+// soft_deleted or partially_purged, and a later Purge finishes it.
 func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
 	return n.ns.Purge(ctx, name, opts)
 }
