@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -115,4 +116,224 @@ func ExampleNamespace_ListPurgeable() {
 	}
 	// Output:
 	// a is due
+}
+
+// waitDue returns once the store's clock has passed name's purge time.
+func waitDue(ctx context.Context, ns *reaper.Namespace, name string) {
+	for {
+		st, err := ns.Status(ctx, name)
+		if err != nil {
+			panic(err)
+		}
+		now, err := ns.StoreNow(ctx)
+		if err != nil {
+			panic(err)
+		}
+		if st[0].Due(now) {
+			return
+		}
+		time.Sleep(time.Until(st[0].PurgeAfter))
+	}
+}
+
+// Drop writes the marker Lance writes; the table's data stays until a purge.
+func ExampleNamespace_Drop() {
+	ctx := context.Background()
+	root := demoRoot("events")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	m, err := ns.Drop(ctx, "events", 24*time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("ttl:", time.Duration(m.TTLMs)*time.Millisecond)
+	_, err = ns.Drop(ctx, "events", time.Hour) // the first marker's clock is kept
+	fmt.Println("again:", errors.Is(err, reaper.ErrAlreadyDeleted))
+	_, err = ns.Drop(ctx, "nope", 0)
+	fmt.Println("unknown:", errors.Is(err, reaper.ErrNotFound))
+	// Output:
+	// ttl: 24h0m0s
+	// again: true
+	// unknown: true
+}
+
+// Status reports every name of a root, or the names asked for.
+func ExampleNamespace_Status() {
+	ctx := context.Background()
+	root := demoRoot("a", "b")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := ns.Drop(ctx, "b", time.Hour); err != nil {
+		panic(err)
+	}
+	all, err := ns.Status(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range all {
+		fmt.Println(s.Name, s.State)
+	}
+	some, _ := ns.Status(ctx, "c")
+	fmt.Println(some[0].Name, some[0].State)
+	// Output:
+	// a exists
+	// b soft_deleted
+	// c not_found
+}
+
+// PlanPurge splits a root the way a pass sees it: what is due, what is
+// not yet, what is held, what needs an operator.
+func ExampleNamespace_PlanPurge() {
+	ctx := context.Background()
+	root := demoRoot("old", "new", "kept")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	for name, ttl := range map[string]time.Duration{"old": 10 * time.Millisecond, "new": 24 * time.Hour, "kept": 10 * time.Millisecond} {
+		if _, err := ns.Drop(ctx, name, ttl); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := ns.Hold(ctx, "kept", "litigation #42"); err != nil {
+		panic(err)
+	}
+	waitDue(ctx, ns, "old")
+	plan, err := ns.PlanPurge(ctx, time.Time{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("due:", len(plan.Due), plan.Due[0].Name)
+	fmt.Println("not due:", len(plan.NotDue), plan.NotDue[0].Name)
+	fmt.Println("held:", len(plan.Held), plan.Held[0].Name)
+	// Output:
+	// due: 1 old
+	// not due: 1 new
+	// held: 1 kept
+}
+
+// Purge reclaims one due table, reporting progress after each delete
+// batch; cancelling ctx stops it at the next batch and leaves it finishable
+// by a later purge.
+func ExampleNamespace_Purge() {
+	ctx := context.Background()
+	root := demoRoot("events")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := ns.Drop(ctx, "events", 10*time.Millisecond); err != nil {
+		panic(err)
+	}
+	waitDue(ctx, ns, "events")
+
+	ctx, cancel := context.WithTimeout(ctx, time.Minute) // the caller's limit
+	defer cancel()
+	res, err := ns.Purge(ctx, "events", reaper.PurgeOptions{
+		Progress: func(objects, bytes int64) { fmt.Println("deleted so far:", objects, "objects") },
+	})
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		fmt.Println("stopped; a later purge finishes it")
+		return
+	}
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outcome, res.Objects, "objects", res.Bytes, "bytes")
+	// Output:
+	// deleted so far: 1 objects
+	// deleted so far: 2 objects
+	// purged 2 objects 22 bytes
+}
+
+// Hold keeps a table whatever its TTL (a legal hold); Release lifts it.
+func ExampleNamespace_Hold() {
+	ctx := context.Background()
+	root := demoRoot("ledger")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := ns.Hold(ctx, "ledger", "litigation #42"); err != nil {
+		panic(err)
+	}
+	if _, err := ns.Drop(ctx, "ledger", 10*time.Millisecond); err != nil {
+		panic(err)
+	}
+	waitDue(ctx, ns, "ledger")
+	_, err = ns.Purge(ctx, "ledger", reaper.PurgeOptions{})
+	fmt.Println("held:", errors.Is(err, reaper.ErrHeld))
+
+	if err := ns.Release(ctx, "ledger"); err != nil {
+		panic(err)
+	}
+	res, err := ns.Purge(ctx, "ledger", reaper.PurgeOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("released:", res.Outcome)
+	// Output:
+	// held: true
+	// released: purged
+}
+
+// PurgeRoots runs one pass over many roots with every safety rail of
+// `reaper purge`: an on-demand purge from a service.
+func ExamplePurgeRoots() {
+	ctx := context.Background()
+	a, b := demoRoot("events", "users"), demoRoot("orders")
+	defer os.RemoveAll(a)
+	defer os.RemoveAll(b)
+	for _, r := range []struct{ root, table string }{{a, "events"}, {b, "orders"}} {
+		ns, err := reaper.Open(ctx, r.root, reaper.Options{})
+		if err != nil {
+			panic(err)
+		}
+		if _, err := ns.Drop(ctx, r.table, 10*time.Millisecond); err != nil {
+			panic(err)
+		}
+		waitDue(ctx, ns, r.table)
+	}
+
+	rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{
+		Roots: []reaper.Root{{URI: a}, {URI: b}},
+		// These markers' TTL is below safety.min_ttl (1h): a pass skips
+		// them unless told otherwise.
+		Settings: map[string]string{"safety.allow_short_ttl": "true"},
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("roots:", len(rep.Roots), "purged:", rep.Totals().Purged, "result:", rep.Result())
+	// Output:
+	// roots: 2 purged: 2 result: success
+}
+
+// Release lifts a legal hold; releasing a table without one is ErrNotFound.
+func ExampleNamespace_Release() {
+	ctx := context.Background()
+	root := demoRoot("ledger")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := ns.Hold(ctx, "ledger", "audit"); err != nil {
+		panic(err)
+	}
+	fmt.Println(ns.Release(ctx, "ledger"))
+	fmt.Println(errors.Is(ns.Release(ctx, "ledger"), reaper.ErrNotFound))
+	// Output:
+	// <nil>
+	// true
 }

@@ -1,12 +1,34 @@
 // Package reaper is the embeddable API of reaper, the purge-and-retention
 // worker for Lance / LanceDB databases. Open a database root (a local
-// directory or an s3:// prefix) and drop, revive, inspect and purge its
+// directory or an s3:// prefix) and drop, revive, inspect, hold and purge its
 // tables with the same soft-delete protocol Lance uses: drop writes
 // <root>/<name>.deleted, purge reclaims <root>/<name>.lance/ once the marker's
 // TTL has passed, under a lease that holds across processes and machines.
+// PurgeRoots runs a whole pass over many roots with every safety rail of the
+// `reaper purge` command.
+//
+// A name of a root is in exactly one State:
+//
+//   - exists: data, no marker (a live table).
+//   - soft_deleted: data and a marker; purgeable once the marker's
+//     deleted_at + ttl has passed by the store's clock.
+//   - purging: soft-deleted, and a process holds the table's lease.
+//   - partially_purged: a purge committed and stopped part way; it cannot
+//     be revived, and the next purge finishes it whatever its TTL.
+//   - orphan_marker: a marker without data (a purge removes the marker).
+//   - invalid_marker: the marker does not parse; never purged.
+//   - unreadable: the marker or the legal hold exists but could not be read
+//     (a permission error, a store failure); never purged while so.
+//   - not_a_table: <name>.lance is a symbolic link or a file; never entered.
+//   - not_found: neither data nor a marker.
 //
 // Errors are wrapped; branch on them with errors.Is against the sentinels
-// below.
+// below (ErrNotFound, ErrAlreadyDeleted, ErrNotSoftDeleted, ErrNotPurgeable,
+// ErrInvalidMarker, ErrConflict, ErrInvalidName, ErrLocked, ErrHeld,
+// ErrPaused, ErrPartiallyPurged, ErrNotATable, ErrLeaseLost), and with
+// errors.As for the details: *NotDueError (when the table becomes due),
+// *ConflictError (what changed) and *LockedError (who holds the lease).
+// A cancelled context stops any call; errors.Is(err, context.Canceled) then.
 package reaper
 
 import (
@@ -95,6 +117,8 @@ var (
 	ErrPartiallyPurged = lifecycle.ErrPartiallyPurged
 	// ErrNotATable: <name>.lance is a symbolic link or a file.
 	ErrNotATable = lifecycle.ErrNotATable
+	// ErrPaused: the root's _reaper/PAUSE switch is on; nothing is purged.
+	ErrPaused = lifecycle.ErrPaused
 	// ErrLeaseLost: the work stopped because its lease was, or may have
 	// been, lost (a pause longer than the lease, a takeover).
 	ErrLeaseLost = lock.ErrLost
@@ -223,18 +247,37 @@ func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...strin
 }
 
 // Purge reclaims one due soft-deleted table in the crash-safe order
-// documented in docs/FORMAT.md.
+// documented in docs/FORMAT.md. opts.Progress is called after every delete
+// batch with the running totals. Cancelling ctx stops the purge before its
+// next request; the error then wraps context.Canceled and the table stays
+// soft_deleted or partially_purged, and a later Purge finishes it.
 func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
 	return n.ns.Purge(ctx, name, opts)
 }
 
-// PlaceHold puts a legal hold on a table: no purge deletes it, whatever its
-// TTL, until ReleaseHold. An existing hold is kept (ErrHeld).
-func (n *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, error) {
+// Hold puts a legal hold on a table: no purge deletes it, whatever its
+// TTL, until Release. reason is recorded in the hold. An existing hold is
+// kept as it is (ErrHeld); ErrNotFound when the name has neither data nor a
+// marker.
+func (n *Namespace) Hold(ctx context.Context, name, reason string) (Hold, error) {
 	return n.ns.PlaceHold(ctx, name, reason)
 }
 
-// ReleaseHold lifts a table's legal hold (ErrNotFound when it has none).
-func (n *Namespace) ReleaseHold(ctx context.Context, name string) error {
+// Release lifts a table's legal hold (ErrNotFound when it has none).
+func (n *Namespace) Release(ctx context.Context, name string) error {
 	return n.ns.ReleaseHold(ctx, name)
+}
+
+// PlaceHold is Hold.
+//
+// Deprecated: use Hold.
+func (n *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, error) {
+	return n.Hold(ctx, name, reason)
+}
+
+// ReleaseHold is Release.
+//
+// Deprecated: use Release.
+func (n *Namespace) ReleaseHold(ctx context.Context, name string) error {
+	return n.Release(ctx, name)
 }

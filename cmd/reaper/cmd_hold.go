@@ -59,7 +59,7 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 		return err
 	}
 	return eachName(stdout, "hold", o.Names, func(name string) (string, error) {
-		if _, err := ns.PlaceHold(ctx, name, o.Reason); err != nil {
+		if _, err := ns.Hold(ctx, name, o.Reason); err != nil {
 			return "", err
 		}
 		return holdMessage(ctx, ns, name, o.Reason), nil
@@ -102,7 +102,7 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 		return err
 	}
 	return eachName(stdout, "release", o.Names, func(name string) (string, error) {
-		return "hold released", ns.ReleaseHold(ctx, name)
+		return "hold released", ns.Release(ctx, name)
 	}, func(_ string, err error) string { return "not released: " + err.Error() })
 }
 

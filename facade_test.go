@@ -1,0 +1,293 @@
+package reaper_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+)
+
+func TestMain(m *testing.M) { objstoretest.Main(m) }
+
+// facadeRoot is one database root the public API opens.
+type facadeRoot struct {
+	uri  string
+	opts map[string]string
+	// clockSlack is how far two readers of the store's clock may disagree:
+	// an S3 clock is read from Date headers of second precision, which
+	// versitygw refreshes once a second, and may be lifted by an object's
+	// Last-Modified; a local clock is the kernel's.
+	clockSlack time.Duration
+}
+
+// facadeBackends are the stores the public API is tested on: a local
+// directory and a bucket of the real S3 test server.
+func facadeBackends(t *testing.T) map[string]func(t *testing.T) facadeRoot {
+	return map[string]func(t *testing.T) facadeRoot{
+		"local": func(t *testing.T) facadeRoot { return facadeRoot{uri: t.TempDir()} },
+		"s3": func(t *testing.T) facadeRoot {
+			s := objstoretest.S3(t)
+			return facadeRoot{uri: s.URI("db"), opts: s.Options(), clockSlack: 2 * time.Second}
+		},
+	}
+}
+
+// writeTable writes a Lance-shaped table of n data files into the root.
+func writeTable(t *testing.T, r facadeRoot, name string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := all.Open(ctx, r.uri, r.opts)
+	require.NoError(t, err)
+	_, err = s.Put(ctx, name+".lance/_versions/1.manifest", []byte("manifest"))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, err := s.Put(ctx, fmt.Sprintf("%s.lance/data/%05d.lance", name, i), []byte("lance bytes"))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// dropDue drops tables with a 1ms TTL and returns once the store's own
+// clock (the one due-ness is judged by) has passed their purge time by the
+// root's clock slack, as a freshly opened root reads it.
+func dropDue(t *testing.T, ns *reaper.Namespace, r facadeRoot, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range names {
+		_, err := ns.Drop(ctx, name, time.Millisecond)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		fresh := openFacade(t, r)
+		st, err := fresh.Status(ctx, names...)
+		if err != nil {
+			return false
+		}
+		now, err := fresh.StoreNow(ctx)
+		if err != nil {
+			return false
+		}
+		for _, s := range st {
+			if !s.Due(now.Add(-r.clockSlack)) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "%v never became due by the store clock", names)
+}
+
+func openFacade(t *testing.T, r facadeRoot) *reaper.Namespace {
+	t.Helper()
+	ns, err := reaper.Open(context.Background(), r.uri, reaper.Options{StorageOptions: r.opts})
+	require.NoError(t, err)
+	return ns
+}
+
+// A caller purges one table, watches its progress, and cancels it part way:
+// the purge stops at a batch boundary with context.Canceled, the table is
+// left finishable (never live, never not_found with data behind), and the
+// next purge finishes it, counting only what was left.
+func TestPurgeProgressAndCancellation(t *testing.T) {
+	for name, mk := range facadeBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			r := mk(t)
+			const files = 2500 // three delete batches of at most 1,000
+			writeTable(t, r, "events", files)
+			ns := openFacade(t, r)
+			dropDue(t, ns, r, "events")
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mu sync.Mutex
+			var seen []int64
+			_, err := ns.Purge(ctx, "events", reaper.PurgeOptions{Progress: func(objects, _ int64) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, objects)
+				cancel() // the caller gives up after the first batch
+			}})
+			require.ErrorIs(t, err, context.Canceled)
+			require.NotEmpty(t, seen, "progress was never reported")
+			first := seen[0]
+			require.Less(t, first, int64(files+1), "the first batch cannot have deleted everything")
+
+			st, err := ns.Status(context.Background(), "events")
+			require.NoError(t, err)
+			require.Contains(t, []reaper.State{reaper.StateSoftDeleted, reaper.StatePartiallyPurged}, st[0].State)
+
+			res, err := ns.Purge(context.Background(), "events", reaper.PurgeOptions{})
+			require.NoError(t, err)
+			require.Equal(t, reaper.OutcomePurged, res.Outcome)
+			require.Less(t, res.Objects, int64(files+1), "the second purge deleted only what was left")
+			st, err = ns.Status(context.Background(), "events")
+			require.NoError(t, err)
+			require.Equal(t, reaper.StateNotFound, st[0].State)
+		})
+	}
+}
+
+// Every state a caller branches on has a sentinel (errors.Is) and, where
+// there is more to say, a type (errors.As).
+func TestTypedErrors(t *testing.T) {
+	for name, mk := range facadeBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			r := mk(t)
+			writeTable(t, r, "live", 1)
+			writeTable(t, r, "later", 1)
+			writeTable(t, r, "held", 1)
+			ns := openFacade(t, r)
+
+			_, err := ns.Drop(ctx, "missing", 0)
+			require.ErrorIs(t, err, reaper.ErrNotFound)
+			_, err = ns.Drop(ctx, "a/b", 0)
+			require.ErrorIs(t, err, reaper.ErrInvalidName)
+			require.ErrorIs(t, ns.Revive(ctx, "live"), reaper.ErrNotSoftDeleted)
+
+			_, err = ns.Drop(ctx, "later", time.Hour)
+			require.NoError(t, err)
+			_, err = ns.Drop(ctx, "later", time.Hour)
+			require.ErrorIs(t, err, reaper.ErrAlreadyDeleted)
+			_, err = ns.Purge(ctx, "later", reaper.PurgeOptions{})
+			require.ErrorIs(t, err, reaper.ErrNotPurgeable)
+			var nd *reaper.NotDueError
+			require.ErrorAs(t, err, &nd)
+			require.Equal(t, "later", nd.Name)
+
+			_, err = ns.Hold(ctx, "held", "case 42")
+			require.NoError(t, err)
+			_, err = ns.Hold(ctx, "held", "again")
+			require.ErrorIs(t, err, reaper.ErrHeld)
+			dropDue(t, ns, r, "held")
+			_, err = ns.Purge(ctx, "held", reaper.PurgeOptions{})
+			require.ErrorIs(t, err, reaper.ErrHeld)
+			require.NoError(t, ns.Release(ctx, "held"))
+			require.ErrorIs(t, ns.Release(ctx, "held"), reaper.ErrNotFound)
+
+			s, err := all.Open(ctx, r.uri, r.opts)
+			require.NoError(t, err)
+			_, err = s.Put(ctx, "_reaper/PAUSE", []byte("incident 7"))
+			require.NoError(t, err)
+			_, err = ns.Purge(ctx, "held", reaper.PurgeOptions{})
+			require.ErrorIs(t, err, reaper.ErrPaused)
+			require.NoError(t, s.Delete(ctx, "_reaper/PAUSE"))
+			res, err := ns.Purge(ctx, "held", reaper.PurgeOptions{})
+			require.NoError(t, err)
+			require.Equal(t, reaper.OutcomePurged, res.Outcome)
+		})
+	}
+}
+
+// PurgeRoots is `reaper purge` for a service: every rail applies, every
+// decision reaches the callback, and the report says what happened.
+func TestPurgeRoots(t *testing.T) {
+	for name, mk := range facadeBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a, b := mk(t), mk(t)
+			if name == "s3" {
+				b.uri = a.uri + "-b" // a second root in the same bucket
+			}
+			writeTable(t, a, "due", 3)
+			writeTable(t, a, "kept", 1)
+			writeTable(t, b, "also_due", 2)
+			writeTable(t, b, "held", 1)
+			nsA, nsB := openFacade(t, a), openFacade(t, b)
+			_, err := nsA.Drop(ctx, "kept", 30*24*time.Hour)
+			require.NoError(t, err)
+			_, err = nsB.Hold(ctx, "held", "litigation")
+			require.NoError(t, err)
+			for _, n := range []string{"held", "also_due"} {
+				_, err = nsB.Drop(ctx, n, time.Millisecond)
+				require.NoError(t, err)
+			}
+			dropDue(t, nsA, a, "due") // by when the others are due too
+
+			var mu sync.Mutex
+			got := map[string]reaper.Action{}
+			rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{
+				Roots: []reaper.Root{{URI: a.uri, StorageOptions: a.opts}, {URI: b.uri, StorageOptions: b.opts}},
+				// The markers' 1ms TTL is below safety.min_ttl (1h).
+				Settings: map[string]string{"safety.allow_short_ttl": "true"},
+				OnDecision: func(d reaper.Decision) {
+					mu.Lock()
+					defer mu.Unlock()
+					got[d.Table] = d.Action
+				},
+			})
+			require.NoError(t, err)
+			require.Equal(t, map[string]reaper.Action{
+				"due": reaper.ActionPurged, "also_due": reaper.ActionPurged,
+				"kept": reaper.ActionSkipped, "held": reaper.ActionHeld,
+			}, got)
+			require.Len(t, rep.Roots, 2)
+			require.Equal(t, 2, rep.Totals().Purged)
+			for ns, tables := range map[*reaper.Namespace][]string{nsA: {"due"}, nsB: {"also_due"}} {
+				st, err := ns.Status(ctx, tables...)
+				require.NoError(t, err)
+				require.Equal(t, reaper.StateNotFound, st[0].State)
+			}
+			st, err := nsB.Status(ctx, "held")
+			require.NoError(t, err)
+			require.Equal(t, reaper.StateSoftDeleted, st[0].State)
+		})
+	}
+}
+
+// Without the opt-in, the minimum-TTL rail of the CLI holds for a service
+// too; bad options name the input and the fix.
+func TestPurgeRootsRailsAndBadOptions(t *testing.T) {
+	ctx := context.Background()
+	r := facadeRoot{uri: t.TempDir()}
+	writeTable(t, r, "short", 1)
+	ns := openFacade(t, r)
+	dropDue(t, ns, r, "short")
+	rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{Roots: []reaper.Root{{URI: r.uri}}})
+	require.NoError(t, err)
+	require.Len(t, rep.Roots, 1)
+	require.Len(t, rep.Roots[0].Decisions, 1)
+	require.Equal(t, reaper.ActionSkipped, rep.Roots[0].Decisions[0].Action)
+	st, err := ns.Status(ctx, "short")
+	require.NoError(t, err)
+	require.Equal(t, reaper.StateSoftDeleted, st[0].State)
+
+	for _, tc := range []struct {
+		name string
+		opts reaper.PassOptions
+		want string
+	}{
+		{"no roots", reaper.PassOptions{}, "set PassOptions.Roots"},
+		{"unknown key", reaper.PassOptions{Roots: []reaper.Root{{URI: r.uri}}, Settings: map[string]string{"limits.table_concurency": "2"}}, "limits.table_concurrency"},
+		{"bad value", reaper.PassOptions{Roots: []reaper.Root{{URI: r.uri}}, Settings: map[string]string{"limits.table_concurrency": "many"}}, "limits.table_concurrency"},
+		{"bad table", reaper.PassOptions{Roots: []reaper.Root{{URI: r.uri}}, Tables: []string{"../x"}}, "invalid table name"},
+		{"relative root", reaper.PassOptions{Roots: []reaper.Root{{URI: "data/db"}}}, "relative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := reaper.PurgeRoots(ctx, tc.opts)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	require.False(t, errors.Is(err, context.Canceled))
+}
