@@ -15,8 +15,6 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
-func TestMain(m *testing.M) { objstoretest.Main(m) }
-
 // facadeRoot is one database root the public API opens.
 type facadeRoot struct {
 	uri  string

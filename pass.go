@@ -6,10 +6,14 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/retry"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -70,6 +74,12 @@ type PassOptions struct {
 	Owner string
 	// Logger for structured logs (slog.Default() when nil).
 	Logger *slog.Logger
+	// Registerer receives the store metrics of every root of the pass, as
+	// Options.Registerer does for Open; nil records none.
+	Registerer prometheus.Registerer
+	// TracerProvider traces the pass, its roots, tables and store calls;
+	// nil traces none.
+	TracerProvider trace.TracerProvider
 }
 
 // PurgeRoots runs one purge pass over many roots, with every safety rail
@@ -83,14 +93,17 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One pacer for the pass: a throttled root slows the others too.
+	so := storeStack(opts.Registerer, opts.TracerProvider, opts.Logger, cfg.Limits.RetryMaxElapsed.D())
+	so.Pacer = retry.NewPacer(cfg.Limits.RequestsPerSecond)
 	w := &worker.Worker{
 		Config: cfg,
 		Open: func(ctx context.Context, r config.Root) (objstore.Store, error) {
-			return all.Open(ctx, r.URI, r.StorageOptions)
+			return stack.Open(ctx, r.URI, r.StorageOptions, so)
 		},
 		Roots: func(ctx context.Context) ([]config.Root, error) {
 			return roots.Expand(ctx, cfg, func(ctx context.Context, uri string, o map[string]string) (objstore.Store, error) {
-				return all.Open(ctx, uri, o)
+				return stack.Open(ctx, uri, o, so)
 			})
 		},
 		Logger: opts.Logger,
@@ -99,6 +112,9 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 	}
 	if w.Owner == "" {
 		w.Owner = worker.DefaultOwner()
+	}
+	if opts.TracerProvider != nil {
+		w.Tracer = opts.TracerProvider.Tracer("github.com/lance-reaper/reaper")
 	}
 	if opts.OnDecision != nil {
 		w.Observer = decisionObserver{f: opts.OnDecision}

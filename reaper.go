@@ -173,17 +173,7 @@ type Namespace struct {
 // retried with backoff, throttling slows this Namespace down, and every call
 // is counted and traced when Options ask for it.
 func Open(ctx context.Context, rootURI string, opts Options) (*Namespace, error) {
-	so := stack.Options{
-		Pacer:           retry.NewPacer(0),
-		Unpaced:         lifecycle.IsLockKey,
-		RetryMaxElapsed: opts.RetryMaxElapsed,
-		Logger:          opts.Logger,
-		TracerProvider:  opts.TracerProvider,
-	}
-	if opts.Registerer != nil {
-		so.Metrics = metrics.NewShared(opts.Registerer, metrics.Options{})
-		so.Transport = metrics.NewRequestCounter(nil, so.Metrics)
-	}
+	so := storeStack(opts.Registerer, opts.TracerProvider, opts.Logger, opts.RetryMaxElapsed)
 	store, err := stack.Open(ctx, rootURI, opts.StorageOptions, so)
 	if err != nil {
 		return nil, err
@@ -199,6 +189,23 @@ func Open(ctx context.Context, rootURI string, opts Options) (*Namespace, error)
 		return nil, fmt.Errorf("open %s: %w", store.URI(), err)
 	}
 	return &Namespace{ns: ns}, nil
+}
+
+// storeStack is the store stack of the public API: the CLI's, with the
+// caller's registry and tracer (nil = none) and an adaptive pacer.
+func storeStack(reg prometheus.Registerer, tp trace.TracerProvider, log *slog.Logger, retryMaxElapsed time.Duration) stack.Options {
+	so := stack.Options{
+		Pacer:           retry.NewPacer(0),
+		Unpaced:         lifecycle.IsLockKey,
+		RetryMaxElapsed: retryMaxElapsed,
+		Logger:          log,
+		TracerProvider:  tp,
+	}
+	if reg != nil {
+		so.Metrics = metrics.NewShared(reg, metrics.Options{})
+		so.Transport = metrics.NewRequestCounter(nil, so.Metrics)
+	}
+	return so
 }
 
 // URI is the root URI, without secrets.
