@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/scheduler"
 )
 
 // gauge reads one series from the runtime's registry.
@@ -104,7 +104,7 @@ func TestDaemonRunsScheduledPassesAndShutsDown(t *testing.T) {
 	o := runOptions{storeOptions: f.b.opts}
 	o.setClock(f.b.clock, f.now)
 	o.Sets = []string{"listen=127.0.0.1:0", "schedule=@every 10m", "shutdown_grace=5s"}
-	clock := scheduler.NewFakeClock(time.Now())
+	clock := clocktest.NewFake(time.Now())
 	o.clock = clock
 	ready := make(chan string, 1)
 	o.ready = ready

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -38,20 +39,14 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // lease holders' clock and, when the namespace's store is a ClockStore, the
 // store's clock, all together, as real time does.
 type clock struct {
+	clocktest.Offset
 	mu     sync.Mutex
-	off    time.Duration
 	stores []*objstoretest.ClockStore
 }
 
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
 func (c *clock) Advance(d time.Duration) {
+	c.Offset.Advance(d)
 	c.mu.Lock()
-	c.off += d
 	stores := c.stores
 	c.mu.Unlock()
 	for _, s := range stores {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -35,10 +35,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, s *objstoretest.ClockSto
 
 // holderClock is a holder's clock that a test moves forward, as a process
 // frozen for a while sees it when it resumes.
-type holderClock struct{ off atomic.Int64 }
-
-func (c *holderClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *holderClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+type holderClock = clocktest.Offset
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
