@@ -12,8 +12,8 @@ import (
 
 // This test owns the layering rule: a package may import packages of its
 // own layer or a lower one, never a higher one, so the store never learns
-// about tables, the table lifecycle never learns about passes and
-// schedules, and nothing below the CLI learns about the CLI. Test-support
+// about tables, the table lifecycle never learns about configuration,
+// passes and schedules, and nothing below the CLI learns about the CLI. Test-support
 // packages may import any production package but only tests may import
 // them. A new package goes into layers (or testSupport) here, or this test
 // fails.
@@ -29,30 +29,33 @@ var layers = map[string]int{
 	"model":              0, // the spin model of PROTOCOL.md; imports nothing
 
 	// 1: formats and services over a store: the lease, the audit ledger,
-	// metrics and tracing, configuration.
+	// metrics and tracing.
 	"internal/lock":    1,
 	"internal/ledger":  1,
 	"internal/metrics": 1,
-	"internal/config":  1,
 
-	// 2: the table lifecycle and the roots to run it on.
+	// 2: the table lifecycle.
 	"internal/lifecycle": 2,
-	"internal/roots":     2,
 
-	// 3: passes: the worker, the scheduler and the daemon around them.
-	"internal/worker":    3,
-	"internal/scheduler": 3,
-	"internal/daemon":    3,
+	// 3: configuration (it reads the defaults of the layers below) and the
+	// roots it names.
+	"internal/config": 3,
+	"internal/roots":  3,
 
-	// 4: the public package.
-	"": 4,
+	// 4: passes: the worker, the scheduler and the daemon around them.
+	"internal/worker":    4,
+	"internal/scheduler": 4,
+	"internal/daemon":    4,
 
-	// 5: programs.
-	"cmd/":  5,
-	"bench": 5,
+	// 5: the public package.
+	"": 5,
 
-	// 6: end-to-end test suites.
-	"test/": 6,
+	// 6: programs.
+	"cmd/":  6,
+	"bench": 6,
+
+	// 7: end-to-end test suites.
+	"test/": 7,
 }
 
 // testSupport are the packages only tests may import.
@@ -64,7 +67,7 @@ var testSupport = map[string]bool{
 
 // testSupportLayer is where test-support packages sit: above every internal
 // package they help test, below the public package and the programs.
-const testSupportLayer = 3
+const testSupportLayer = 4
 
 // layerOf returns pkg's layer (pkg relative to the module, "" for the
 // module's root package) and whether the table knows it.
@@ -125,6 +128,8 @@ func TestViolationsFindsUpwardImports(t *testing.T) {
 		{"objstore imports config", map[string][]string{"internal/objstore": {"internal/config"}}, 1},
 		{"lifecycle imports worker", map[string][]string{"internal/lifecycle": {"internal/worker"}}, 1},
 		{"lifecycle imports scheduler", map[string][]string{"internal/lifecycle": {"internal/scheduler"}}, 1},
+		{"lifecycle imports config", map[string][]string{"internal/lifecycle": {"internal/config"}}, 1},
+		{"config reads lifecycle's defaults", map[string][]string{"internal/config": {"internal/lifecycle", "internal/objstore/retry"}}, 0},
 		{"internal imports cmd", map[string][]string{"internal/worker": {"cmd/reaper"}}, 1},
 		{"internal imports the public package", map[string][]string{"internal/worker": {""}}, 1},
 		{"production imports objstoretest", map[string][]string{"internal/lock": {"internal/objstore/objstoretest"}}, 1},

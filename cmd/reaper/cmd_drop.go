@@ -25,7 +25,7 @@ type dropOptions struct {
 func (o *dropOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
 	fs.Var(newDurationValue(&o.TTL, 0), "ttl",
-		"how long the data is kept before purge may reclaim it, e.g. 7d or 36h (default: --default-ttl, 7d)")
+		fmt.Sprintf("how long the data is kept before purge may reclaim it, e.g. 7d or 36h (default: --default-ttl, %s)", formatDuration(reaper.DefaultTTL)))
 }
 
 func newDropCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
