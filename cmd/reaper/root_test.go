@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/config"
 )
 
 func TestExitCode(t *testing.T) {
@@ -121,6 +122,9 @@ func TestParseDuration(t *testing.T) {
 		{"36h", 36 * time.Hour, false},
 		{"1h30m", 90 * time.Minute, false},
 		{"1ms", time.Millisecond, false},
+		{"1.5d", 36 * time.Hour, false},
+		{"0.5d", 12 * time.Hour, false},
+		{" 2d ", 48 * time.Hour, false},
 		{"0", 0, true},
 		{"0d", 0, true},
 		{"-1d", 0, true},
@@ -138,6 +142,10 @@ func TestParseDuration(t *testing.T) {
 		}
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, got, tc.in)
+		// One grammar: what a flag takes, YAML, env and --set take too.
+		same, err := config.ParseDuration(tc.in)
+		require.NoError(t, err, tc.in)
+		require.Equal(t, got, same, tc.in)
 	}
 }
 

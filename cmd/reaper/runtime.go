@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
@@ -41,7 +40,7 @@ type passFlags struct {
 func (f *passFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ConfigPath, "config", "", "configuration file (see config/reaper.yaml); --root replaces its roots")
 	fs.StringArrayVar(&f.Sets, "set", nil, "override one configuration key, e.g. --set limits.table_concurrency=8 (repeatable)")
-	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, "purge markers whose ttl is below safety.min_ttl (default 1h)")
+	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, fmt.Sprintf("purge markers whose ttl is below safety.min_ttl (default %s)", formatDuration(config.Default().Safety.MinTTL.D())))
 	fs.StringVar(&f.Pushgateway, "pushgateway", "", "push the pass's metrics to this Prometheus Pushgateway URL")
 	fs.StringVar(&f.Textfile, "textfile", "", "write the pass's metrics to this .prom file for the node-exporter textfile collector")
 	fs.StringVar(&f.Shard, "shard", "", "I/N: take only the roots assigned to shard I of N (0-based; stable hashing); a Kubernetes Indexed Job sets I through JOB_COMPLETION_INDEX")
@@ -81,10 +80,13 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 	} else if len(so.StorageOptions) > 0 {
 		return cfg, usagef("--storage-option goes with --root; in a config file put storage options under roots[].storage_options")
 	}
-	if so.DefaultTTL != 0 && so.DefaultTTL != reaper.DefaultTTL {
+	// A duration flag is zero unless given (durationValue refuses zero), so
+	// a given flag wins over the file even when it repeats the built-in
+	// default.
+	if so.DefaultTTL != 0 {
 		cfg.Defaults.TTL = config.Duration(so.DefaultTTL)
 	}
-	if so.SkewAllowance != 0 && so.SkewAllowance != reaper.DefaultSkewAllowance {
+	if so.SkewAllowance != 0 {
 		cfg.Defaults.SkewAllowance = config.Duration(so.SkewAllowance)
 	}
 	for _, kv := range f.Sets {
