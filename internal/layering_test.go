@@ -28,19 +28,19 @@ var layers = map[string]int{
 	"internal/objstore/": 0,
 	"model":              0, // the spin model of PROTOCOL.md; imports nothing
 
-	// 1: formats and services over a store: the lease, the audit ledger,
-	// metrics and tracing.
+	// 1: services over a store: the lease, metrics and tracing.
 	"internal/lock":    1,
-	"internal/ledger":  1,
 	"internal/metrics": 1,
 
 	// 2: the table lifecycle.
 	"internal/lifecycle": 2,
 
-	// 3: configuration (it reads the defaults of the layers below) and the
-	// roots it names.
+	// 3: configuration (it reads the defaults of the layers below), the
+	// roots it names and the audit ledger (they ask lifecycle where tables
+	// are).
 	"internal/config": 3,
 	"internal/roots":  3,
+	"internal/ledger": 3,
 
 	// 4: passes: the worker, the scheduler and the daemon around them.
 	"internal/worker":    4,

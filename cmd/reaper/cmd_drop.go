@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // dropOptions are the flags and arguments of `reaper drop`.
@@ -82,7 +83,7 @@ func dropFailure(name string, err error) string {
 
 // lanceSuffixHint helps with the common mistake of passing "x.lance".
 func lanceSuffixHint(name string) string {
-	if base, ok := strings.CutSuffix(name, ".lance"); ok && base != "" {
+	if base, ok := strings.CutSuffix(name, lifecycle.TableSuffix); ok && base != "" {
 		return fmt.Sprintf(" (pass table names without the .lance suffix: %q)", base)
 	}
 	return ""
