@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -165,8 +167,9 @@ func (g *globalOptions) setClock(clock *objstoretest.Clock, t time.Time) {
 // deletions, an index) dated mtime, and returns its object count and bytes.
 func (b backend) writeTable(t *testing.T, name string, mtime time.Time) (objects, size int64) {
 	t.Helper()
-	for rel, body := range lanceTableFiles(2, 2, true, true) {
-		b.put(t, name+".lance/"+rel, body, mtime)
+	tb := lancetest.Table{Manifests: 2, Transactions: 2, Deletions: 1, Indices: 1, Data: 2, DataBytes: 48 << 10}
+	for rel, body := range tb.Files() {
+		b.put(t, lifecycle.TableDir(name)+rel, body, mtime)
 		objects++
 		size += int64(len(body))
 	}

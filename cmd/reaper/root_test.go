@@ -15,6 +15,8 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 func TestExitCode(t *testing.T) {
@@ -38,7 +40,7 @@ func TestExitCode(t *testing.T) {
 // TestCommandLine runs whole command lines through execute.
 func TestCommandLine(t *testing.T) {
 	root := t.TempDir()
-	require.NoError(t, writeLocalTable(root, "t", lanceTableFiles(1, 1, false, false), time.Now().Add(-time.Hour)))
+	lancetest.Small(1).Write(t, filepath.Join(root, lifecycle.TableDir("t")), time.Now().Add(-time.Hour))
 	missing := filepath.Join(t.TempDir(), "missing")
 	tests := []struct {
 		name      string
@@ -101,7 +103,7 @@ func TestRelativeRoot(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	require.NoError(t, os.Mkdir("db", 0o755))
-	require.NoError(t, writeLocalTable(filepath.Join(dir, "db"), "t", lanceTableFiles(1, 1, false, false), time.Now()))
+	lancetest.Small(1).Write(t, filepath.Join(dir, "db", lifecycle.TableDir("t")), time.Now())
 	var out bytes.Buffer
 	require.NoError(t, runStatus(context.Background(), statusOptions{storeOptions: storeOptions{globalOptions: quiet(), Root: "db"}, Output: "json"}, &out))
 	require.Contains(t, out.String(), `"name": "t"`)

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/clocktest"
+	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -88,22 +88,10 @@ func newNS(t *testing.T, s objstore.Store, c *clock) *Namespace {
 }
 
 // lanceTable writes a table in Lance's directory layout with n data files
-// (at least the fixed files below) and returns its object count.
+// and the fixed files of lancetest.Full, and returns its object count.
 func lanceTable(t *testing.T, s objstore.Store, name string, n int) int {
 	t.Helper()
-	keys := []string{
-		"_versions/1.manifest", "_versions/2.manifest", "_versions/3.manifest",
-		"_transactions/0-aaaa.txn", "_transactions/1-bbbb.txn",
-		"_deletions/0-1-0.arrow", "_indices/0c2f3e9a-1111-2222-3333-444455556666/index.idx",
-	}
-	for i := 0; i < n; i++ {
-		keys = append(keys, fmt.Sprintf("data/%06d-0a1b.lance", i))
-	}
-	for i := range keys {
-		keys[i] = TableDir(name) + keys[i]
-	}
-	objstoretest.PutAll(t, s, keys, func(k string) []byte { return []byte("payload of " + strings.TrimPrefix(k, TableDir(name))) })
-	return len(keys)
+	return lancetest.Full(n).Put(t, s, TableDir(name))
 }
 
 // snapshot maps every key in the store to its ETag.

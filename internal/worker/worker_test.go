@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
@@ -76,14 +77,7 @@ func (f *fixture) at(at time.Duration) {
 func (f *fixture) table(root int, name string, files int, droppedAgo, ttl time.Duration) {
 	s := f.store(root)
 	ctx := context.Background()
-	for _, k := range []string{"_versions/1.manifest", "_transactions/0-a.txn"} {
-		_, err := s.Put(ctx, name+".lance/"+k, []byte(k))
-		require.NoError(f.t, err)
-	}
-	for i := range files {
-		_, err := s.Put(ctx, fmt.Sprintf("%s.lance/data/%04d.lance", name, i), []byte("rows"))
-		require.NoError(f.t, err)
-	}
+	lancetest.Small(files).Put(f.t, s, lifecycle.TableDir(name))
 	if droppedAgo > 0 {
 		// Objects are written now; a marker written after them with an old
 		// deleted_at would trip the identity fence, so advance the clock
