@@ -18,19 +18,14 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
-// backend opens a fresh, empty store for one test.
-type backend struct {
-	name string
-	open func(t *testing.T) objstore.Store
-}
-
-// forEachBackend runs fn against every backend (see backends_test.go), each
-// wrapped in an objstoretest.ClockStore so that a test clock (newNS) moves
-// the store's clock along with the host's.
+// forEachBackend runs fn against every backend (objstoretest.Backends:
+// memory, the local filesystem and a real S3 server), each wrapped in an
+// objstoretest.ClockStore so that a test clock (newNS) moves the store's
+// clock along with the host's.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) { fn(t, objstoretest.NewClockStore(b.open(t))) })
-	}
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		fn(t, objstoretest.NewClockStore(b.NewRoot(t).Open(t)))
+	})
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
