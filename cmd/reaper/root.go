@@ -32,7 +32,7 @@ aws_region, aws_access_key_id, aws_secret_access_key, aws_session_token,
 allow_http, aws_virtual_hosted_style_request), else from the AWS SDK chain.
 
 Durations (--ttl, --default-ttl, --skew-allowance) are Go durations (90m,
-36h) or days (7d, 1d12h), and must be positive.
+36h) or days (7d, 1.5d, 1d12h), and must be positive.
 
 EXIT STATUS
   0  success
