@@ -39,3 +39,32 @@ func TestDurationFlagsOverrideTheFile(t *testing.T) {
 		})
 	}
 }
+
+// --allow-short-ttl=false turns the rail back on over a file that turned it
+// off, and --textfile= turns the file's textfile off (both flags used to be
+// applied only when not their zero value).
+func TestPassFlagsOverrideTheFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "reaper.yaml")
+	yaml := "safety:\n  allow_short_ttl: true\nmetrics:\n  textfile: " + filepath.Join(dir, "m.prom") + "\n"
+	require.NoError(t, os.WriteFile(file, []byte(yaml), 0o600))
+	for _, tc := range []struct {
+		args         []string
+		want         bool
+		wantTextfile string
+	}{
+		{nil, true, filepath.Join(dir, "m.prom")},
+		{[]string{"--allow-short-ttl=false", "--textfile="}, false, ""},
+		{[]string{"--allow-short-ttl", "--textfile", filepath.Join(dir, "n.prom")}, true, filepath.Join(dir, "n.prom")},
+	} {
+		var f passFlags
+		fs := pflag.NewFlagSet("purge", pflag.ContinueOnError)
+		f.register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		f.ConfigPath = file
+		cfg, err := loadConfig(storeOptions{globalOptions: globalOptions{}, Root: dir}, f)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, cfg.Safety.AllowShortTTL, "%v", tc.args)
+		require.Equal(t, tc.wantTextfile, cfg.Metrics.Textfile, "%v", tc.args)
+	}
+}

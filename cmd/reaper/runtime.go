@@ -35,9 +35,17 @@ type passFlags struct {
 	Textfile      string
 	// Shard is "I/N": this replica takes the roots hashed to index I of N.
 	Shard string
+	// flags is the set register filled, to ask pflag which flags were
+	// given (nil when the options were built in code).
+	flags *pflag.FlagSet
 }
 
+// given reports whether the named flag was on the command line, so a flag
+// that repeats its default still wins over the config file.
+func (f passFlags) given(name string) bool { return f.flags != nil && f.flags.Changed(name) }
+
 func (f *passFlags) register(fs *pflag.FlagSet) {
+	f.flags = fs
 	fs.StringVar(&f.ConfigPath, "config", "", "configuration file (see config/reaper.yaml); --root replaces its roots")
 	fs.StringArrayVar(&f.Sets, "set", nil, "override one configuration key, e.g. --set limits.table_concurrency=8 (repeatable)")
 	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, fmt.Sprintf("purge markers whose ttl is below safety.min_ttl (default %s)", formatDuration(config.Default().Safety.MinTTL.D())))
@@ -110,13 +118,13 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 			return cfg, usagef("--shard %q: %w", f.Shard, err)
 		}
 	}
-	if f.AllowShortTTL {
-		cfg.Safety.AllowShortTTL = true
+	if f.AllowShortTTL || f.given("allow-short-ttl") {
+		cfg.Safety.AllowShortTTL = f.AllowShortTTL
 	}
-	if f.Pushgateway != "" {
+	if f.Pushgateway != "" || f.given("pushgateway") {
 		cfg.Metrics.Pushgateway = f.Pushgateway
 	}
-	if f.Textfile != "" {
+	if f.Textfile != "" || f.given("textfile") {
 		cfg.Metrics.Textfile = f.Textfile
 	}
 	if err := cfg.ApplyJobCompletionIndex(os.LookupEnv); err != nil {
