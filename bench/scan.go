@@ -66,9 +66,9 @@ func statusScan(ctx context.Context, c config, t tools, gw *gateway, now time.Ti
 	markers := map[string][]byte{}
 	notDue := lifecycle.EncodeMarker(now.Add(-time.Hour), lifecycle.DefaultTTL)
 	for i := range c.StatusTables {
-		paths = append(paths, fmt.Sprintf("db/t%05d.lance/_versions/1.manifest", i))
+		paths = append(paths, "db/"+lifecycle.TableDir(fmt.Sprintf("t%05d", i))+"_versions/1.manifest")
 		if i < c.StatusDeleted {
-			markers[fmt.Sprintf("db/t%05d.deleted", i)] = notDue
+			markers["db/"+lifecycle.MarkerKey(fmt.Sprintf("t%05d", i))] = notDue
 		}
 	}
 	if err := writeFiles(dir, paths, dataMtime(now)); err != nil {
@@ -136,9 +136,9 @@ func rootsPass(ctx context.Context, c config, t tools, gw *gateway, now time.Tim
 	markers := map[string][]byte{}
 	for i := range c.Roots {
 		p := fmt.Sprintf("tenants/r%04d/", i)
-		paths = append(paths, p+"live.lance/_versions/1.manifest", p+"live.lance/data/0.lance")
-		layoutFor(10).keys(func(k string) { paths = append(paths, p+"old.lance/"+k) })
-		markers[p+"old.deleted"] = markerBody(now)
+		paths = append(paths, p+lifecycle.TableDir("live")+"_versions/1.manifest", p+lifecycle.TableDir("live")+"data/0.lance")
+		layoutFor(10).keys(func(k string) { paths = append(paths, p+lifecycle.TableDir("old")+k) })
+		markers[p+lifecycle.MarkerKey("old")] = markerBody(now)
 	}
 	if err := writeFiles(dir, paths, dataMtime(now)); err != nil {
 		return err

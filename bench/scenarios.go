@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // sample is one measured run of one contender.
@@ -127,14 +129,14 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 			if err := os.MkdirAll(filepath.Join(dir, "db"), 0o755); err != nil {
 				return err
 			}
-			if err := exec.CommandContext(ctx, "cp", "-a", tpl, filepath.Join(dir, "db", "t0.lance")).Run(); err != nil {
+			if err := exec.CommandContext(ctx, "cp", "-a", tpl, filepath.Join(dir, "db", lifecycle.TableDir("t0"))).Run(); err != nil {
 				return fmt.Errorf("copy template: %w", err)
 			}
-			if err := gw.put(ctx, bucket, "db/t0.deleted", markerBody(now)); err != nil {
+			if err := gw.put(ctx, bucket, "db/"+lifecycle.MarkerKey("t0"), markerBody(now)); err != nil {
 				return err
 			}
 			if r == 0 {
-				got, err := gw.count(ctx, bucket, "db/t0.lance/")
+				got, err := gw.count(ctx, bucket, "db/"+lifecycle.TableDir("t0"))
 				if err != nil {
 					return err
 				}
@@ -153,11 +155,11 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 					argv = append(argv, "--set", fmt.Sprintf("limits.delete_concurrency=%d", c.DeleteConc))
 				}
 			case "awscli":
-				argv = []string{t.AWS, "s3", "rm", "--recursive", "--only-show-errors", "--endpoint-url", gw.Endpoint, "s3://" + bucket + "/db/t0.lance/"}
+				argv = []string{t.AWS, "s3", "rm", "--recursive", "--only-show-errors", "--endpoint-url", gw.Endpoint, "s3://" + bucket + "/db/" + lifecycle.TableDir("t0")}
 				env = []string{"AWS_ACCESS_KEY_ID=" + gwAccess, "AWS_SECRET_ACCESS_KEY=" + gwSecret, "AWS_DEFAULT_REGION=" + gwRegion,
 					"AWS_CONFIG_FILE=" + awsCfg, "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true"}
 			case "rclone":
-				argv = []string{t.Rclone, "purge", "bench:" + bucket + "/db/t0.lance"}
+				argv = []string{t.Rclone, "purge", "bench:" + bucket + "/db/" + strings.TrimSuffix(lifecycle.TableDir("t0"), "/")}
 				env = []string{"RCLONE_CONFIG=" + rcloneCfg, "RCLONE_CONFIG_BENCH_TYPE=s3", "RCLONE_CONFIG_BENCH_PROVIDER=Other",
 					"RCLONE_CONFIG_BENCH_ENDPOINT=" + gw.Endpoint, "RCLONE_CONFIG_BENCH_ACCESS_KEY_ID=" + gwAccess,
 					"RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY=" + gwSecret, "RCLONE_CONFIG_BENCH_REGION=" + gwRegion,
@@ -180,7 +182,7 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 					return err
 				}
 			}
-			left, err := gw.count(ctx, bucket, "db/t0.lance/")
+			left, err := gw.count(ctx, bucket, "db/"+lifecycle.TableDir("t0"))
 			if err != nil {
 				return err
 			}
@@ -247,10 +249,10 @@ func localPurge(ctx context.Context, c config, t tools, n, reps int, withPeer bo
 		for _, name := range rotate(contenders, r) {
 			root := filepath.Join(c.WorkDir, "local", fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(name, " ", ""), n, r), "db")
 			gen := time.Now()
-			if err := writeTable(filepath.Join(root, "t0.lance"), n, c.ObjSize, dataMtime(now), 4); err != nil {
+			if err := writeTable(filepath.Join(root, lifecycle.TableDir("t0")), n, c.ObjSize, dataMtime(now), 4); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(root, "t0.deleted"), markerBody(now), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(root, lifecycle.MarkerKey("t0")), markerBody(now), 0o644); err != nil {
 				return err
 			}
 			syscall.Sync()
@@ -264,7 +266,7 @@ func localPurge(ctx context.Context, c config, t tools, n, reps int, withPeer bo
 					argv = append(argv, "--set", fmt.Sprintf("limits.delete_concurrency=%d", c.DeleteConc))
 				}
 			} else {
-				argv = []string{"rm", "-rf", filepath.Join(root, "t0.lance")}
+				argv = []string{"rm", "-rf", filepath.Join(root, lifecycle.TableDir("t0"))}
 			}
 			res, err := measure(ctx, []string{"TMPDIR=" + c.WorkDir}, argv...)
 			if err != nil {
@@ -275,8 +277,8 @@ func localPurge(ctx context.Context, c config, t tools, n, reps int, withPeer bo
 					return fmt.Errorf("%s: %w", root, err)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(root, "t0.lance")); err == nil {
-				if ents, _ := os.ReadDir(filepath.Join(root, "t0.lance")); len(ents) > 0 {
+			if _, err := os.Stat(filepath.Join(root, lifecycle.TableDir("t0"))); err == nil {
+				if ents, _ := os.ReadDir(filepath.Join(root, lifecycle.TableDir("t0"))); len(ents) > 0 {
 					return fmt.Errorf("%s: %s left files", root, name)
 				}
 			}

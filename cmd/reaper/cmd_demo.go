@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // demoSentinel marks a directory `reaper demo` created; it deletes nothing
@@ -223,7 +224,7 @@ func dropDemo(ctx context.Context, ns *reaper.Namespace, root string) error {
 		switch {
 		case t.ttl == 0:
 		case t.fragments == 0:
-			if err := writeLocalFile(filepath.Join(root, t.name+".deleted"), markerBody(time.Now(), t.ttl), time.Now()); err != nil {
+			if err := writeLocalFile(filepath.Join(root, lifecycle.MarkerKey(t.name)), lifecycle.EncodeMarker(time.Now(), t.ttl), time.Now()); err != nil {
 				return err
 			}
 		default:
@@ -264,11 +265,6 @@ func waitDemoDue(ctx context.Context, ns *reaper.Namespace) error {
 	}
 }
 
-// markerBody is the marker Lance writes on drop_table.
-func markerBody(deletedAt time.Time, ttl time.Duration) []byte {
-	return fmt.Appendf(nil, `{"deleted_at_ms":%d,"ttl_ms":%d}`, deletedAt.UnixMilli(), ttl.Milliseconds())
-}
-
 // lanceTableFiles returns the keys (relative to <name>.lance/) and bodies
 // of a plausible Lance table: manifests, transactions, data fragments,
 // deletion files and an index.
@@ -296,7 +292,7 @@ func lanceTableFiles(versions, fragments int, index, deletions bool) map[string]
 // writeLocalTable writes files under root/<name>.lance/ dated mtime.
 func writeLocalTable(root, name string, files map[string][]byte, mtime time.Time) error {
 	for rel, body := range files {
-		if err := writeLocalFile(filepath.Join(root, name+".lance", filepath.FromSlash(rel)), body, mtime); err != nil {
+		if err := writeLocalFile(filepath.Join(root, filepath.FromSlash(lifecycle.TableDir(name)+rel)), body, mtime); err != nil {
 			return err
 		}
 	}

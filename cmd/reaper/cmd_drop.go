@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // dropOptions are the flags and arguments of `reaper drop`.
@@ -25,7 +26,7 @@ type dropOptions struct {
 func (o *dropOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
 	fs.Var(newDurationValue(&o.TTL, 0), "ttl",
-		"how long the data is kept before purge may reclaim it, e.g. 7d or 36h (default: --default-ttl, 7d)")
+		fmt.Sprintf("how long the data is kept before purge may reclaim it, e.g. 7d or 36h (default: --default-ttl, %s)", formatDuration(reaper.DefaultTTL)))
 }
 
 func newDropCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
@@ -82,7 +83,7 @@ func dropFailure(name string, err error) string {
 
 // lanceSuffixHint helps with the common mistake of passing "x.lance".
 func lanceSuffixHint(name string) string {
-	if base, ok := strings.CutSuffix(name, ".lance"); ok && base != "" {
+	if base, ok := strings.CutSuffix(name, lifecycle.TableSuffix); ok && base != "" {
 		return fmt.Sprintf(" (pass table names without the .lance suffix: %q)", base)
 	}
 	return ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 )
@@ -38,7 +39,7 @@ func newPurgeFixture(t *testing.T) purgeFixture {
 	drop := func(name string, ago, ttl time.Duration, filesAt time.Time) {
 		objs, size := b.writeTable(t, name, filesAt)
 		f.sizes[name] = [2]int64{objs, size}
-		b.writeMarker(t, name, markerBody(now.Add(-ago), ttl), t0)
+		b.writeMarker(t, name, lifecycle.EncodeMarker(now.Add(-ago), ttl), t0)
 	}
 	drop("due", 10*day, 7*day, t0.Add(-time.Hour))         // due 3 days before the pass
 	drop("older.v2", 10*day, 5*day, t0.Add(-time.Hour))    // due 5 days before
@@ -48,7 +49,7 @@ func newPurgeFixture(t *testing.T) purgeFixture {
 	b.writeMarker(t, "garbage", []byte("garbage"), t0)
 	b.writeTable(t, "negative", t0.Add(-time.Hour))
 	b.writeMarker(t, "negative", []byte(`{"deleted_at_ms":-5,"ttl_ms":1}`), t0)
-	b.writeMarker(t, "orphan", markerBody(now.Add(-20*day), 3*day), t0) // due 7 days before
+	b.writeMarker(t, "orphan", lifecycle.EncodeMarker(now.Add(-20*day), 3*day), t0) // due 7 days before
 	b.writeTable(t, "live", t0.Add(-time.Hour))
 	return f
 }

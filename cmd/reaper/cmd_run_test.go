@@ -16,8 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/scheduler"
 )
 
 // gauge reads one series from the runtime's registry.
@@ -104,7 +105,7 @@ func TestDaemonRunsScheduledPassesAndShutsDown(t *testing.T) {
 	o := runOptions{storeOptions: f.b.opts}
 	o.setClock(f.b.clock, f.now)
 	o.Sets = []string{"listen=127.0.0.1:0", "schedule=@every 10m", "shutdown_grace=5s"}
-	clock := scheduler.NewFakeClock(time.Now())
+	clock := clocktest.NewFake(time.Now())
 	o.clock = clock
 	ready := make(chan string, 1)
 	o.ready = ready
@@ -197,7 +198,7 @@ func TestShardFlagSplitsRoots(t *testing.T) {
 	for i := range 6 {
 		b := localBackend(t)
 		b.writeTable(t, "t", time.Now().Add(-30*day))
-		b.writeMarker(t, "t", markerBody(time.Now(), 7*day), time.Now())
+		b.writeMarker(t, "t", lifecycle.EncodeMarker(time.Now(), 7*day), time.Now())
 		roots = append(roots, fmt.Sprintf("roots=%s", b.opts.Root))
 		_ = i
 	}
@@ -266,7 +267,7 @@ func TestPurgeHugeLocalDirectoryThroughTheStack(t *testing.T) {
 		require.NoError(t, os.Chtimes(p, old, old))
 	}
 	b.put(t, "big.lance/_versions/1.manifest", []byte("m"), old)
-	b.writeMarker(t, "big", markerBody(time.Now(), 7*day), time.Now())
+	b.writeMarker(t, "big", lifecycle.EncodeMarker(time.Now(), 7*day), time.Now())
 	var out strings.Builder
 	o := purgeOptions{storeOptions: b.opts, Output: "json"}
 	o.setClock(b.clock, time.Now().Add(8*day))

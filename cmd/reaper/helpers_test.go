@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
-	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -43,9 +43,16 @@ type backend struct {
 	store func(t *testing.T) objstore.Store
 }
 
-// localBackend is a root in t.TempDir().
-func localBackend(t *testing.T) backend {
-	root := t.TempDir()
+// localBackend is a root in a directory of its own (objstoretest.Local).
+func localBackend(t *testing.T) backend { return newBackend(t, objstoretest.Local.NewRoot(t)) }
+
+// newBackend wraps a root of objstoretest's backends with the back doors
+// the command tests use.
+func newBackend(t *testing.T, r objstoretest.Root) backend {
+	if r.S3 != nil {
+		return s3Backend(t, r)
+	}
+	root := r.Dir
 	return backend{
 		name:      "local",
 		clock:     objstoretest.NewClock(),
@@ -75,21 +82,17 @@ func localBackend(t *testing.T) backend {
 			slices.Sort(keys)
 			return keys
 		},
-		store: func(t *testing.T) objstore.Store {
-			s, err := local.Open(root)
-			require.NoError(t, err)
-			return s
-		},
+		store: func(t *testing.T) objstore.Store { return r.Open(t) },
 	}
 }
 
 // s3Backend is a root under a prefix of a fresh bucket on the S3 test
-// server; the test skips when there is none.
-func s3Backend(t *testing.T) backend {
-	srv := objstoretest.S3(t)
-	const prefix = "lance/db/"
+// server (objstoretest.S3Store); the test skips when there is none.
+func s3Backend(t *testing.T, r objstoretest.Root) backend {
+	srv := *r.S3
+	const prefix = objstoretest.RootPrefix
 	var kvs []string
-	for k, v := range srv.Options() {
+	for k, v := range r.Options {
 		kvs = append(kvs, k+"="+v)
 	}
 	slices.Sort(kvs)
@@ -97,7 +100,7 @@ func s3Backend(t *testing.T) backend {
 	return backend{
 		name:  "s3",
 		clock: objstoretest.NewClock(),
-		opts:  storeOptions{globalOptions: quiet(), Root: srv.URI(prefix), StorageOptions: kvs},
+		opts:  storeOptions{globalOptions: quiet(), Root: r.URI, StorageOptions: kvs},
 		put: func(t *testing.T, key string, body []byte, _ time.Time) {
 			_, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + key), Body: bytes.NewReader(body)})
 			require.NoError(t, err)
@@ -127,18 +130,16 @@ func s3Backend(t *testing.T) backend {
 			slices.Sort(keys)
 			return keys
 		},
-		store: func(t *testing.T) objstore.Store {
-			s, err := all.Open(ctx, srv.URI(prefix), srv.Options())
-			require.NoError(t, err)
-			return s
-		},
+		store: func(t *testing.T) objstore.Store { return r.Open(t) },
 	}
 }
 
-// forEachBackend runs fn as a subtest against local and S3.
+// forEachBackend runs fn as a subtest against local and S3
+// (objstoretest.Shared: the backends the CLI opens by URI).
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
-	t.Run("local", func(t *testing.T) { fn(t, localBackend(t)) })
-	t.Run("s3", func(t *testing.T) { fn(t, s3Backend(t)) })
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		fn(t, newBackend(t, b.NewRoot(t)))
+	}, objstoretest.Shared()...)
 }
 
 // quiet sends logs nowhere.
@@ -165,8 +166,9 @@ func (g *globalOptions) setClock(clock *objstoretest.Clock, t time.Time) {
 // deletions, an index) dated mtime, and returns its object count and bytes.
 func (b backend) writeTable(t *testing.T, name string, mtime time.Time) (objects, size int64) {
 	t.Helper()
-	for rel, body := range lanceTableFiles(2, 2, true, true) {
-		b.put(t, name+".lance/"+rel, body, mtime)
+	tb := lancetest.Table{Manifests: 2, Transactions: 2, Deletions: 1, Indices: 1, Data: 2, DataBytes: 48 << 10}
+	for rel, body := range tb.Files() {
+		b.put(t, lifecycle.TableDir(name)+rel, body, mtime)
 		objects++
 		size += int64(len(body))
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
@@ -32,7 +32,7 @@ aws_region, aws_access_key_id, aws_secret_access_key, aws_session_token,
 allow_http, aws_virtual_hosted_style_request), else from the AWS SDK chain.
 
 Durations (--ttl, --default-ttl, --skew-allowance) are Go durations (90m,
-36h) or days (7d, 1d12h), and must be positive.
+36h) or days (7d, 1.5d, 1d12h), and must be positive.
 
 EXIT STATUS
   0  success
@@ -318,33 +318,20 @@ func (v *durationValue) Set(s string) error {
 
 func (v *durationValue) Type() string { return "duration" }
 
-// parseDuration parses a positive Go duration with an optional leading day
-// count: "7d", "1d12h", "36h", "1h30m".
+// parseDuration is config.ParseDuration, the one duration grammar of flags,
+// YAML, env and --set ("90s", "36h", "7d", "1d12h", "1.5d"), restricted to
+// positive lengths: every duration flag is one.
 func parseDuration(s string) (time.Duration, error) {
-	bad := func(why string) (time.Duration, error) {
-		return 0, fmt.Errorf("%s; want a positive duration such as 7d, 1d12h, 36h or 90m", why)
+	notPositive := fmt.Errorf("duration %q is not positive; write e.g. \"90s\", \"30m\", \"7d\" or \"1d12h\"", s)
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return 0, notPositive
 	}
-	rest := strings.TrimSpace(s)
-	var d time.Duration
-	if days, after, ok := strings.Cut(rest, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n < 0 || n > int64(106751) { // ~ max Duration in days
-			return bad(fmt.Sprintf("%q has a bad day count", s))
-		}
-		d, rest = time.Duration(n)*24*time.Hour, after
-	}
-	if rest != "" {
-		r, err := time.ParseDuration(rest)
-		if err != nil {
-			return bad(fmt.Sprintf("%q is not a duration", s))
-		}
-		if d > 0 && r < 0 {
-			return bad(fmt.Sprintf("%q mixes signs", s))
-		}
-		d += r
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return 0, err
 	}
 	if d <= 0 {
-		return bad(fmt.Sprintf("%q is not positive", s))
+		return 0, notPositive
 	}
 	return d, nil
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 func TestExitCode(t *testing.T) {
@@ -37,7 +40,7 @@ func TestExitCode(t *testing.T) {
 // TestCommandLine runs whole command lines through execute.
 func TestCommandLine(t *testing.T) {
 	root := t.TempDir()
-	require.NoError(t, writeLocalTable(root, "t", lanceTableFiles(1, 1, false, false), time.Now().Add(-time.Hour)))
+	lancetest.Small(1).Write(t, filepath.Join(root, lifecycle.TableDir("t")), time.Now().Add(-time.Hour))
 	missing := filepath.Join(t.TempDir(), "missing")
 	tests := []struct {
 		name      string
@@ -100,7 +103,7 @@ func TestRelativeRoot(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	require.NoError(t, os.Mkdir("db", 0o755))
-	require.NoError(t, writeLocalTable(filepath.Join(dir, "db"), "t", lanceTableFiles(1, 1, false, false), time.Now()))
+	lancetest.Small(1).Write(t, filepath.Join(dir, "db", lifecycle.TableDir("t")), time.Now())
 	var out bytes.Buffer
 	require.NoError(t, runStatus(context.Background(), statusOptions{storeOptions: storeOptions{globalOptions: quiet(), Root: "db"}, Output: "json"}, &out))
 	require.Contains(t, out.String(), `"name": "t"`)
@@ -121,6 +124,9 @@ func TestParseDuration(t *testing.T) {
 		{"36h", 36 * time.Hour, false},
 		{"1h30m", 90 * time.Minute, false},
 		{"1ms", time.Millisecond, false},
+		{"1.5d", 36 * time.Hour, false},
+		{"0.5d", 12 * time.Hour, false},
+		{" 2d ", 48 * time.Hour, false},
 		{"0", 0, true},
 		{"0d", 0, true},
 		{"-1d", 0, true},
@@ -138,6 +144,10 @@ func TestParseDuration(t *testing.T) {
 		}
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, got, tc.in)
+		// One grammar: what a flag takes, YAML, env and --set take too.
+		same, err := config.ParseDuration(tc.in)
+		require.NoError(t, err, tc.in)
+		require.Equal(t, got, same, tc.in)
 	}
 }
 

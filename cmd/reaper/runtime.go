@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
@@ -34,12 +33,20 @@ type passFlags struct {
 	Textfile      string
 	// Shard is "I/N": this replica takes the roots hashed to index I of N.
 	Shard string
+	// flags is the set register filled, to ask pflag which flags were
+	// given (nil when the options were built in code).
+	flags *pflag.FlagSet
 }
 
+// given reports whether the named flag was on the command line, so a flag
+// that repeats its default still wins over the config file.
+func (f passFlags) given(name string) bool { return f.flags != nil && f.flags.Changed(name) }
+
 func (f *passFlags) register(fs *pflag.FlagSet) {
+	f.flags = fs
 	fs.StringVar(&f.ConfigPath, "config", "", "configuration file (see config/reaper.yaml); --root replaces its roots")
 	fs.StringArrayVar(&f.Sets, "set", nil, "override one configuration key, e.g. --set limits.table_concurrency=8 (repeatable)")
-	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, "purge markers whose ttl is below safety.min_ttl (default 1h)")
+	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, fmt.Sprintf("purge markers whose ttl is below safety.min_ttl (default %s)", formatDuration(config.Default().Safety.MinTTL.D())))
 	fs.StringVar(&f.Pushgateway, "pushgateway", "", "push the pass's metrics to this Prometheus Pushgateway URL")
 	fs.StringVar(&f.Textfile, "textfile", "", "write the pass's metrics to this .prom file for the node-exporter textfile collector")
 	fs.StringVar(&f.Shard, "shard", "", "I/N: take only the roots assigned to shard I of N (0-based; stable hashing); a Kubernetes Indexed Job sets I through JOB_COMPLETION_INDEX")
@@ -79,10 +86,13 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 	} else if len(so.StorageOptions) > 0 {
 		return cfg, usagef("--storage-option goes with --root; in a config file put storage options under roots[].storage_options")
 	}
-	if so.DefaultTTL != 0 && so.DefaultTTL != reaper.DefaultTTL {
+	// A duration flag is zero unless given (durationValue refuses zero), so
+	// a given flag wins over the file even when it repeats the built-in
+	// default.
+	if so.DefaultTTL != 0 {
 		cfg.Defaults.TTL = config.Duration(so.DefaultTTL)
 	}
-	if so.SkewAllowance != 0 && so.SkewAllowance != reaper.DefaultSkewAllowance {
+	if so.SkewAllowance != 0 {
 		cfg.Defaults.SkewAllowance = config.Duration(so.SkewAllowance)
 	}
 	for _, kv := range f.Sets {
@@ -106,13 +116,13 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 			return cfg, usagef("--shard %q: %w", f.Shard, err)
 		}
 	}
-	if f.AllowShortTTL {
-		cfg.Safety.AllowShortTTL = true
+	if f.AllowShortTTL || f.given("allow-short-ttl") {
+		cfg.Safety.AllowShortTTL = f.AllowShortTTL
 	}
-	if f.Pushgateway != "" {
+	if f.Pushgateway != "" || f.given("pushgateway") {
 		cfg.Metrics.Pushgateway = f.Pushgateway
 	}
-	if f.Textfile != "" {
+	if f.Textfile != "" || f.given("textfile") {
 		cfg.Metrics.Textfile = f.Textfile
 	}
 	if err := cfg.ApplyJobCompletionIndex(os.LookupEnv); err != nil {

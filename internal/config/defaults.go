@@ -1,9 +1,17 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/objstore/retry"
+)
 
 // Default returns the built-in configuration every file, env variable and
-// flag overrides. It has no roots: a purge pass needs at least one root or
+// flag overrides. The lifecycle, lease and retry defaults are read from the
+// packages that own those rules; the rest (schedule, limits, safety) are
+// config's own and defined only here: the CLI's help reads them from
+// Default(). It has no roots: a purge pass needs at least one root or
 // discover pattern (ValidateForPass).
 func Default() Config {
 	return Config{
@@ -13,15 +21,15 @@ func Default() Config {
 		ShutdownGrace: Duration(30 * time.Second),
 		Log:           Log{Format: "json", Level: "info"},
 		Defaults: Defaults{
-			TTL:           Duration(7 * day),
-			SkewAllowance: Duration(5 * time.Minute),
-			LeaseTTL:      Duration(2 * time.Minute),
+			TTL:           Duration(lifecycle.DefaultTTL),
+			SkewAllowance: Duration(lifecycle.DefaultSkewAllowance),
+			LeaseTTL:      Duration(lifecycle.DefaultLeaseTTL),
 		},
 		Limits: Limits{
 			TableConcurrency:  4,
 			DeleteConcurrency: 4,
 			RequestsPerSecond: 0, // unlimited
-			RetryMaxElapsed:   Duration(2 * time.Minute),
+			RetryMaxElapsed:   Duration(retry.DefaultMaxElapsed),
 		},
 		Safety: Safety{
 			MinTTL:        Duration(time.Hour),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
@@ -215,12 +216,8 @@ func insideTable(loc objstore.Location) bool {
 	if loc.Scheme == objstore.SchemeS3 {
 		p = loc.Prefix
 	}
-	for _, seg := range strings.Split(p, "/") {
-		if strings.HasSuffix(seg, ".lance") {
-			return true
-		}
-	}
-	return false
+	_, in := lifecycle.TableDirIn(p)
+	return in
 }
 
 func redactURL(s string) string {

@@ -21,36 +21,15 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
-	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
 
-// backends opens a fresh, empty store per backend; S3 skips without a server.
-var backends = []struct {
-	name string
-	open func(t *testing.T) objstore.Store
-}{
-	{"memory", func(t *testing.T) objstore.Store { return objstore.NewMemory() }},
-	{"local", func(t *testing.T) objstore.Store {
-		s, err := local.Open(t.TempDir())
-		require.NoError(t, err)
-		return s
-	}},
-	{"s3", func(t *testing.T) objstore.Store {
-		srv := objstoretest.S3(t)
-		s, err := all.Open(t.Context(), srv.URI("audit/ledger"), srv.Options())
-		require.NoError(t, err)
-		return s
-	}},
-}
-
+// forEachBackend runs fn on a fresh, empty store per backend
+// (objstoretest.Backends); S3 skips without a server.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b.open(t)) })
-	}
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) { fn(t, b.NewRoot(t).Open(t)) })
 }
 
 var t0 = time.Date(2026, 3, 14, 9, 26, 53, 589_793_238, time.UTC)

@@ -2,8 +2,8 @@ package ledger
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
@@ -20,10 +20,8 @@ func CheckLocation(uri string) error {
 	if loc.Scheme == objstore.SchemeS3 {
 		path = loc.Prefix
 	}
-	for _, seg := range strings.Split(path, "/") {
-		if strings.HasSuffix(seg, ".lance") {
-			return fmt.Errorf("ledger location %s: inside table directory %q; put the ledger outside every table, e.g. beside the database root", loc, seg)
-		}
+	if seg, in := lifecycle.TableDirIn(path); in {
+		return fmt.Errorf("ledger location %s: inside table directory %q; put the ledger outside every table, e.g. beside the database root", loc, seg)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -13,23 +12,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
+	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
-// backend opens a fresh, empty store for one test.
-type backend struct {
-	name string
-	open func(t *testing.T) objstore.Store
-}
-
-// forEachBackend runs fn against every backend (see backends_test.go), each
-// wrapped in an objstoretest.ClockStore so that a test clock (newNS) moves
-// the store's clock along with the host's.
+// forEachBackend runs fn against every backend (objstoretest.Backends:
+// memory, the local filesystem and a real S3 server), each wrapped in an
+// objstoretest.ClockStore so that a test clock (newNS) moves the store's
+// clock along with the host's.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) { fn(t, objstoretest.NewClockStore(b.open(t))) })
-	}
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		fn(t, objstoretest.NewClockStore(b.NewRoot(t).Open(t)))
+	})
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -38,20 +34,14 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // lease holders' clock and, when the namespace's store is a ClockStore, the
 // store's clock, all together, as real time does.
 type clock struct {
+	clocktest.Offset
 	mu     sync.Mutex
-	off    time.Duration
 	stores []*objstoretest.ClockStore
 }
 
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
 func (c *clock) Advance(d time.Duration) {
+	c.Offset.Advance(d)
 	c.mu.Lock()
-	c.off += d
 	stores := c.stores
 	c.mu.Unlock()
 	for _, s := range stores {
@@ -93,22 +83,10 @@ func newNS(t *testing.T, s objstore.Store, c *clock) *Namespace {
 }
 
 // lanceTable writes a table in Lance's directory layout with n data files
-// (at least the fixed files below) and returns its object count.
+// and the fixed files of lancetest.Full, and returns its object count.
 func lanceTable(t *testing.T, s objstore.Store, name string, n int) int {
 	t.Helper()
-	keys := []string{
-		"_versions/1.manifest", "_versions/2.manifest", "_versions/3.manifest",
-		"_transactions/0-aaaa.txn", "_transactions/1-bbbb.txn",
-		"_deletions/0-1-0.arrow", "_indices/0c2f3e9a-1111-2222-3333-444455556666/index.idx",
-	}
-	for i := 0; i < n; i++ {
-		keys = append(keys, fmt.Sprintf("data/%06d-0a1b.lance", i))
-	}
-	for i := range keys {
-		keys[i] = TableDir(name) + keys[i]
-	}
-	objstoretest.PutAll(t, s, keys, func(k string) []byte { return []byte("payload of " + strings.TrimPrefix(k, TableDir(name))) })
-	return len(keys)
+	return lancetest.Full(n).Put(t, s, TableDir(name))
 }
 
 // snapshot maps every key in the store to its ETag.

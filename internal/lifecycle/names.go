@@ -61,6 +61,18 @@ func IsLockKey(key string) bool { return strings.HasSuffix(key, LockSuffix) }
 // CommitKey is the key of a table's purge commit.
 func CommitKey(name string) string { return name + CommitSuffix }
 
+// TableDirIn returns the first segment of a slash-separated path that names
+// a table directory (<name>.lance), and whether there is one: anything
+// stored under it would be deleted with that table.
+func TableDirIn(path string) (string, bool) {
+	for seg := range strings.SplitSeq(path, "/") {
+		if strings.HasSuffix(seg, TableSuffix) {
+			return seg, true
+		}
+	}
+	return "", false
+}
+
 // tablePath is the key of <name>.lance as an object: where the table's
 // directory should be, a symbolic link or a file makes a name that is not a
 // table (it is never dropped, purged or entered).

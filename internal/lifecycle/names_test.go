@@ -24,6 +24,22 @@ func TestKeyLayout(t *testing.T) {
 	require.False(t, IsLockKey("root/t.lance/data/x.reaper-lock/y"))
 }
 
+func TestTableDirIn(t *testing.T) {
+	for _, tc := range []struct {
+		path, seg string
+	}{
+		{"db/ledger", ""},
+		{"db/t.lance/ledger", "t.lance"},
+		{"bucket/a.lance", "a.lance"},
+		{"db/t.lancer/x", ""},
+		{"", ""},
+	} {
+		seg, in := TableDirIn(tc.path)
+		require.Equal(t, tc.seg, seg, tc.path)
+		require.Equal(t, tc.seg != "", in, tc.path)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		key  string

@@ -16,11 +16,13 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// Defaults, documented in README and docs/FORMAT.md.
+// Defaults, documented in README and docs/FORMAT.md. This is their one
+// definition (the lease TTL is the lock package's): config, the CLI and the
+// public package read them from here.
 const (
 	DefaultTTL           = 7 * 24 * time.Hour
 	DefaultSkewAllowance = 5 * time.Minute
-	DefaultLeaseTTL      = 2 * time.Minute
+	DefaultLeaseTTL      = lock.DefaultTTL
 	// DefaultMarkerReads bounds concurrent marker and lease reads in List.
 	DefaultMarkerReads = 16
 )

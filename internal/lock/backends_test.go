@@ -23,55 +23,31 @@ const (
 	childS3OptEnv = "REAPER_LOCK_TEST_S3_OPTIONS" // JSON storage options
 )
 
-func backends() []backend {
-	return []backend{
-		{"memory", func(*testing.T) objstore.Store { return objstore.NewMemory() }},
-		{"local", func(t *testing.T) objstore.Store { return openLocal(t, t.TempDir()) }},
-		{"s3", func(t *testing.T) objstore.Store { s, _ := openS3(t); return s }},
-	}
-}
-
 // stopBackends stops the versitygw server the S3 harness may have started.
 func stopBackends() { objstoretest.StopS3() }
 
-func openLocal(t *testing.T, dir string) objstore.Store {
-	t.Helper()
-	s, err := local.Open(dir)
-	require.NoError(t, err, "open local store %s", dir)
-	return s
-}
-
-// openS3 opens a store on a fresh bucket of the S3 test server (skipping
-// when there is none) and returns the env a child needs to open it too.
-func openS3(t *testing.T) (objstore.Store, []string) {
-	t.Helper()
-	srv := objstoretest.S3(t)
-	uri := srv.URI(objstoretest.NewTestPrefix())
-	loc, err := objstore.ParseLocation(uri)
+// childEnv is the env that lets a child process open root too.
+func childEnv(t *testing.T, root objstoretest.Root) []string {
+	if root.Dir != "" {
+		return []string{childDirEnv + "=" + root.Dir}
+	}
+	opts, err := json.Marshal(root.Options)
 	require.NoError(t, err)
-	s, err := s3.Open(t.Context(), loc, srv.Options())
-	require.NoError(t, err, "open %s", uri)
-	opts, err := json.Marshal(srv.Options())
-	require.NoError(t, err)
-	return s, []string{childS3URIEnv + "=" + uri, childS3OptEnv + "=" + string(opts)}
+	return []string{childS3URIEnv + "=" + root.URI, childS3OptEnv + "=" + string(opts)}
 }
 
 // forEachChildBackend runs fn per backend that separate processes can
-// share, with the env that lets a child open the same store and how many
-// lock cycles a child should run: fewer on S3, where every step is a round
-// trip through a race-instrumented SDK.
+// share (objstoretest.Shared), with the env that lets a child open the
+// same store and how many lock cycles a child should run: fewer on S3,
+// where every step is a round trip through a race-instrumented SDK.
 func forEachChildBackend(t *testing.T, fn func(t *testing.T, s objstore.Store, env []string, iters int)) {
 	t.Helper()
-	t.Run("local", func(t *testing.T) {
+	iters := map[string]int{objstoretest.Local.Name: 12, objstoretest.S3Store.Name: 6}
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
 		t.Parallel()
-		dir := t.TempDir()
-		fn(t, openLocal(t, dir), []string{childDirEnv + "=" + dir}, 12)
-	})
-	t.Run("s3", func(t *testing.T) {
-		t.Parallel()
-		s, env := openS3(t)
-		fn(t, s, env, 6)
-	})
+		root := b.NewRoot(t)
+		fn(t, root.Open(t), childEnv(t, root), iters[b.Name])
+	}, objstoretest.Shared()...)
 }
 
 // openChildStore opens the store the parent named in the environment.

@@ -4,41 +4,31 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
-// backend opens a fresh, empty store for one test.
-type backend struct {
-	name string
-	open func(t *testing.T) objstore.Store
-}
-
-// forEachBackend runs fn as a subtest per backend, memory first so protocol
-// bugs show before filesystem or network noise. Each store is wrapped in an
-// objstoretest.ClockStore, so a test can move the store's clock.
+// forEachBackend runs fn as a subtest per backend (objstoretest.Backends),
+// memory first so protocol bugs show before filesystem or network noise.
+// Each store is wrapped in an objstoretest.ClockStore, so a test can move
+// the store's clock.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s *objstoretest.ClockStore)) {
 	t.Helper()
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, objstoretest.NewClockStore(b.open(t)))
-		})
-	}
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		t.Parallel()
+		fn(t, objstoretest.NewClockStore(b.NewRoot(t).Open(t)))
+	})
 }
 
 // holderClock is a holder's clock that a test moves forward, as a process
 // frozen for a while sees it when it resumes.
-type holderClock struct{ off atomic.Int64 }
-
-func (c *holderClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *holderClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+type holderClock = clocktest.Offset
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

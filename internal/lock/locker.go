@@ -11,8 +11,11 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
+// DefaultTTL is a lease's TTL when Locker.TTL is zero; lifecycle, config
+// and the CLI read it from here.
+const DefaultTTL = 2 * time.Minute
+
 const (
-	defaultTTL = 2 * time.Minute
 	// acquireAttempts bounds how often Acquire starts over when the lease
 	// vanishes between seeing it and taking it over.
 	acquireAttempts = 4
@@ -83,7 +86,7 @@ func (l *Locker) config() (config, error) {
 		return c, errors.New("lock config: Store is nil")
 	}
 	if c.ttl == 0 {
-		c.ttl = defaultTTL
+		c.ttl = DefaultTTL
 	}
 	if c.renewInterval == 0 {
 		c.renewInterval = c.ttl / 3

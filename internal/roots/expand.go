@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
@@ -113,8 +114,8 @@ func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root,
 func isDatabase(ctx context.Context, st objstore.Store, prefix string) (bool, error) {
 	var ok bool
 	err := st.List(ctx, prefix, func(pg objstore.Page) error {
-		ok = slices.ContainsFunc(pg.Prefixes, func(p string) bool { return strings.HasSuffix(p, ".lance/") }) ||
-			slices.ContainsFunc(pg.Objects, func(o objstore.Object) bool { return strings.HasSuffix(o.Key, ".deleted") })
+		ok = slices.ContainsFunc(pg.Prefixes, func(p string) bool { return strings.HasSuffix(p, lifecycle.TableSuffix+"/") }) ||
+			slices.ContainsFunc(pg.Objects, func(o objstore.Object) bool { return strings.HasSuffix(o.Key, lifecycle.MarkerSuffix) })
 		return errStop // one page is enough
 	})
 	if errors.Is(err, errStop) {

@@ -2,7 +2,7 @@ package scheduler
 
 import "time"
 
-// Clock is the time source the scheduler waits on; tests use FakeClock.
+// Clock is the time source the scheduler waits on; tests use clocktest.Fake.
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer

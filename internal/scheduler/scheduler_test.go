@@ -1,4 +1,4 @@
-package scheduler
+package scheduler_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/clocktest"
+	"github.com/lance-reaper/reaper/internal/scheduler"
 )
 
 // harness runs a scheduler on a fake clock; each pass reports its start
@@ -15,11 +18,11 @@ import (
 // when release is nil).
 type harness struct {
 	t       *testing.T
-	clk     *FakeClock
-	s       *Scheduler
+	clk     *clocktest.Fake
+	s       *scheduler.Scheduler
 	started chan time.Time
 	release chan error
-	passes  chan PassResult
+	passes  chan scheduler.PassResult
 	skips   atomic.Int32
 	cancel  context.CancelFunc
 	done    chan error
@@ -27,13 +30,13 @@ type harness struct {
 
 var t0 = time.Date(2026, 3, 2, 10, 7, 0, 0, time.Local)
 
-func newHarness(t *testing.T, cfg Scheduler, blocking bool) *harness {
+func newHarness(t *testing.T, cfg scheduler.Scheduler, blocking bool) *harness {
 	t.Helper()
 	h := &harness{
 		t:       t,
-		clk:     NewFakeClock(t0),
+		clk:     clocktest.NewFake(t0),
 		started: make(chan time.Time, 16),
-		passes:  make(chan PassResult, 16),
+		passes:  make(chan scheduler.PassResult, 16),
 		done:    make(chan error, 1),
 	}
 	if blocking {
@@ -53,8 +56,8 @@ func newHarness(t *testing.T, cfg Scheduler, blocking bool) *harness {
 		}
 	}
 	cfg.OnSkip = func() { h.skips.Add(1) }
-	cfg.OnPass = func(r PassResult) { h.passes <- r }
-	s, err := New(cfg)
+	cfg.OnPass = func(r scheduler.PassResult) { h.passes <- r }
+	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
 	h.s = s
 	return h
@@ -94,7 +97,7 @@ func (h *harness) requirePass(want time.Time) {
 }
 
 func TestEvery(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m"}, false)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m"}, false)
 	h.start()
 	require.Equal(t, t0.Add(10*time.Minute), h.s.NextRun())
 
@@ -115,7 +118,7 @@ func TestEvery(t *testing.T) {
 }
 
 func TestCronSpec(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "*/15 * * * *"}, false)
+	h := newHarness(t, scheduler.Scheduler{Spec: "*/15 * * * *"}, false)
 	h.start()
 	for _, at := range []time.Time{
 		time.Date(2026, 3, 2, 10, 15, 0, 0, time.Local),
@@ -135,7 +138,7 @@ func TestJitter(t *testing.T) {
 	const jitter = 90 * time.Second
 	var asked []int64
 	draws := []int64{0, int64(jitter) - 1, int64(30 * time.Second)}
-	h := newHarness(t, Scheduler{Spec: "@hourly", Jitter: jitter, Rand: func(n int64) int64 {
+	h := newHarness(t, scheduler.Scheduler{Spec: "@hourly", Jitter: jitter, Rand: func(n int64) int64 {
 		asked = append(asked, n)
 		d := draws[0]
 		draws = draws[1:]
@@ -159,7 +162,7 @@ func TestJitter(t *testing.T) {
 }
 
 func TestOverlappingTickSkipped(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m"}, true)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m"}, true)
 	h.start()
 
 	h.advanceTo(t0.Add(10 * time.Minute))
@@ -187,7 +190,7 @@ func TestOverlappingTickSkipped(t *testing.T) {
 }
 
 func TestTriggerNow(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m"}, false)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m"}, false)
 	require.False(t, h.s.TriggerNow(), "no pass before Loop")
 	h.start()
 	require.True(t, h.s.TriggerNow())
@@ -198,14 +201,14 @@ func TestTriggerNow(t *testing.T) {
 }
 
 func TestRunOnStart(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m", RunOnStart: true}, false)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m", RunOnStart: true}, false)
 	h.start()
 	h.requirePass(t0)
 	require.Equal(t, "start", (<-h.passes).Reason)
 }
 
 func TestStopWhileIdle(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m"}, false)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m"}, false)
 	h.start()
 	h.cancel()
 	require.NoError(t, <-h.done)
@@ -219,7 +222,7 @@ func TestStopWhileIdle(t *testing.T) {
 func TestStopWhileRunningDrains(t *testing.T) {
 	passCtx, abort := context.WithCancel(t.Context())
 	defer abort()
-	h := newHarness(t, Scheduler{Spec: "@every 10m", PassContext: func() context.Context { return passCtx }}, true)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m", PassContext: func() context.Context { return passCtx }}, true)
 	h.start()
 	h.advanceTo(t0.Add(10 * time.Minute))
 	h.requirePass(t0.Add(10 * time.Minute))
@@ -245,7 +248,7 @@ func TestStopWhileRunningDrains(t *testing.T) {
 
 func TestStopWhileRunningAbort(t *testing.T) {
 	passCtx, abort := context.WithCancel(t.Context())
-	h := newHarness(t, Scheduler{Spec: "@every 10m", PassContext: func() context.Context { return passCtx }}, true)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m", PassContext: func() context.Context { return passCtx }}, true)
 	h.start()
 	h.advanceTo(t0.Add(10 * time.Minute))
 	h.requirePass(t0.Add(10 * time.Minute))
@@ -257,7 +260,7 @@ func TestStopWhileRunningAbort(t *testing.T) {
 }
 
 func TestDefaultPassContextIsLoops(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m"}, true)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m"}, true)
 	h.start()
 	h.advanceTo(t0.Add(10 * time.Minute))
 	h.requirePass(t0.Add(10 * time.Minute))
@@ -268,24 +271,24 @@ func TestDefaultPassContextIsLoops(t *testing.T) {
 }
 
 func TestSecondLoopRefused(t *testing.T) {
-	h := newHarness(t, Scheduler{Spec: "@every 10m"}, false)
+	h := newHarness(t, scheduler.Scheduler{Spec: "@every 10m"}, false)
 	h.start()
-	require.ErrorIs(t, h.s.Loop(t.Context()), ErrLooping)
+	require.ErrorIs(t, h.s.Loop(t.Context()), scheduler.ErrLooping)
 }
 
 func TestNewValidates(t *testing.T) {
 	run := func(context.Context) error { return nil }
 	for _, spec := range []string{"", "* * *", "@every", "@sometimes", "61 * * * *"} {
-		_, err := New(Scheduler{Spec: spec, Run: run})
+		_, err := scheduler.New(scheduler.Scheduler{Spec: spec, Run: run})
 		require.Error(t, err, "spec %q", spec)
-		require.Error(t, ValidateSpec(spec), "spec %q", spec)
+		require.Error(t, scheduler.ValidateSpec(spec), "spec %q", spec)
 	}
 	for _, spec := range []string{"*/15 * * * *", "@hourly", "@daily", "@every 10m", "CRON_TZ=UTC 0 3 * * *"} {
-		_, err := New(Scheduler{Spec: spec, Run: run})
+		_, err := scheduler.New(scheduler.Scheduler{Spec: spec, Run: run})
 		require.NoError(t, err, "spec %q", spec)
 	}
-	_, err := New(Scheduler{Spec: "@hourly"})
+	_, err := scheduler.New(scheduler.Scheduler{Spec: "@hourly"})
 	require.Error(t, err, "Run is required")
-	_, err = New(Scheduler{Spec: "@hourly", Run: run, Jitter: -time.Second})
+	_, err = scheduler.New(scheduler.Scheduler{Spec: "@hourly", Run: run, Jitter: -time.Second})
 	require.Error(t, err, "negative jitter")
 }

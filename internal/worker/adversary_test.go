@@ -32,8 +32,8 @@ func (f *fixture) pausePass() *objstoretest.Pauser {
 // before its first: the switch is re-read before every batch, and a
 // folder _reaper/PAUSE/ (an S3 console folder, a mkdir) counts.
 func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
-	for _, backend := range []string{"local", "s3"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, backend := range objstoretest.Shared() {
+		t.Run(backend.Name, func(t *testing.T) {
 			f := newFixture(t, backend, 1)
 			f.table(0, "a", 1500, 1, 7*day)
 			names := []string{"a"}
@@ -47,7 +47,7 @@ func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 			cfg.Limits.TableConcurrency = 1
 			done := passAsync(t, f.worker(cfg, 8*day))
 			<-frozen.Reached()
-			if backend == "local" {
+			if backend.Name == objstoretest.Local.Name {
 				root := strings.TrimPrefix(f.uris[0], "file://")
 				require.NoError(t, os.MkdirAll(filepath.Join(root, "_reaper", "PAUSE"), 0o755), "mkdir _reaper/PAUSE")
 			} else {
@@ -73,8 +73,8 @@ func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 // froze past its deadline) is a failure with reason lease_lost on every
 // backend, so an alert fires; the table is finishable by the next pass.
 func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
-	for _, backend := range []string{"local", "s3"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, backend := range objstoretest.Shared() {
+		t.Run(backend.Name, func(t *testing.T) {
 			f := newFixture(t, backend, 1)
 			f.table(0, "big", 2500, 1, 7*day)
 			p := f.pausePass()
@@ -106,7 +106,7 @@ func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
 // it is reported (failed, not_a_table) and never entered, whatever the
 // marker says; the link's target is untouched.
 func TestPassNeverEntersALinkedTable(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	root := strings.TrimPrefix(f.uris[0], "file://")
 	outside := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "precious"), []byte("keep"), 0o644))

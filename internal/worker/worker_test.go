@@ -17,10 +17,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/all"
-	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -39,19 +38,12 @@ type fixture struct {
 	rec    *recorder
 }
 
-func newFixture(t *testing.T, backend string, roots int) *fixture {
+// newFixture makes roots fresh roots on backend (objstoretest.Local or
+// objstoretest.S3Store; tests range over objstoretest.Shared()).
+func newFixture(t *testing.T, backend objstoretest.Backend, roots int) *fixture {
 	f := &fixture{t: t, stores: map[string]objstore.Store{}, now: time.Now(), rec: &recorder{}}
-	for i := range roots {
-		var s objstore.Store
-		var err error
-		switch backend {
-		case "local":
-			s, err = local.Open(t.TempDir())
-		case "s3":
-			srv := objstoretest.S3(t)
-			s, err = all.Open(context.Background(), srv.URI(fmt.Sprintf("tenants/t%d", i)), srv.Options())
-		}
-		require.NoError(t, err)
+	for range roots {
+		s := backend.NewRoot(t).Open(t)
 		cs := objstoretest.NewClockStore(s)
 		f.stores[s.URI()] = cs
 		f.clocks = append(f.clocks, cs)
@@ -76,14 +68,7 @@ func (f *fixture) at(at time.Duration) {
 func (f *fixture) table(root int, name string, files int, droppedAgo, ttl time.Duration) {
 	s := f.store(root)
 	ctx := context.Background()
-	for _, k := range []string{"_versions/1.manifest", "_transactions/0-a.txn"} {
-		_, err := s.Put(ctx, name+".lance/"+k, []byte(k))
-		require.NoError(f.t, err)
-	}
-	for i := range files {
-		_, err := s.Put(ctx, fmt.Sprintf("%s.lance/data/%04d.lance", name, i), []byte("rows"))
-		require.NoError(f.t, err)
-	}
+	lancetest.Small(files).Put(f.t, s, lifecycle.TableDir(name))
 	if droppedAgo > 0 {
 		// Objects are written now; a marker written after them with an old
 		// deleted_at would trip the identity fence, so advance the clock
@@ -159,8 +144,8 @@ func baseConfig() config.Config {
 }
 
 func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
-	for _, backend := range []string{"local", "s3"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, backend := range objstoretest.Shared() {
+		t.Run(backend.Name, func(t *testing.T) {
 			f := newFixture(t, backend, 2)
 			f.table(0, "old", 3, 1, 7*day)
 			f.table(0, "fresh", 1, 1, 30*day)
@@ -193,7 +178,7 @@ func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
 // A marker reaper cannot read fails its table (reason io, kept), not the
 // root: the other due tables of the root are still purged.
 func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "old", 2, 1, 7*day)
 	f.table(0, "denied", 2, 1, 7*day)
 	f.stores[f.uris[0]] = &objstoretest.FailKeys{Store: f.store(0), Fail: map[string]error{
@@ -211,7 +196,7 @@ func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 }
 
 func TestMinTTLFloor(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "quick", 1, 1, 10*time.Minute)
 	cfg := baseConfig()
 	rep, err := f.worker(cfg, time.Hour).Pass(context.Background(), nil)
@@ -227,7 +212,7 @@ func TestMinTTLFloor(t *testing.T) {
 }
 
 func TestBlastRadiusRefusesRoot(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	for i := range 12 {
 		ago := time.Duration(0)
 		if i < 8 {
@@ -270,7 +255,7 @@ func TestBlastRadiusRefusesRoot(t *testing.T) {
 }
 
 func TestPauseAndDryRunDeleteNothing(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "old", 1, 1, 7*day)
 	before := f.keys(0, "")
 	cases := []struct {
@@ -300,7 +285,7 @@ func TestPauseAndDryRunDeleteNothing(t *testing.T) {
 }
 
 func TestLimitsCarryOverToTheNextPass(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	for i := range 4 {
 		f.table(0, fmt.Sprintf("t%d", i), 1, 1, 7*day)
 	}
@@ -333,7 +318,7 @@ func TestLimitsCarryOverToTheNextPass(t *testing.T) {
 }
 
 func TestDrainingStartsNoNewTable(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	for i := range 5 {
 		f.table(0, fmt.Sprintf("t%d", i), 1, 1, 7*day)
 	}
@@ -361,7 +346,7 @@ func TestDrainingStartsNoNewTable(t *testing.T) {
 // A purge cancelled in the middle (shutdown past its grace) keeps its marker
 // and the next pass finishes it.
 func TestCancelMidPurgeLeavesAResumableState(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "big", 1500, 1, 7*day)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -411,7 +396,7 @@ func (decisionHook) PassFinished(*Report)                                       
 // A pass traces itself: one span per pass, per root and per table purge,
 // nested, with the attributes an operator searches by.
 func TestPassSpans(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "old", 1, 1, 7*day)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))

@@ -1,39 +1,45 @@
-package scheduler
+// Package clocktest holds the clocks tests move by hand: Fake, a frozen
+// clock with timers for the scheduler and the daemon, and Offset, the real
+// clock plus a jump a test adds. Only tests import it (the layering test
+// checks).
+package clocktest
 
 import (
 	"context"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lance-reaper/reaper/internal/scheduler"
 )
 
-// FakeClock is a Clock that moves only when told to, for tests here and in
-// other packages. Advance fires due timers in deadline order; WaitForTimers
-// and BlockUntil let a test wait until the code under test is blocked on a
-// timer, so no test needs to sleep. It is safe for concurrent use.
-type FakeClock struct {
+// Fake is a scheduler.Clock that moves only when told to. Advance fires
+// due timers in deadline order; WaitForTimers and BlockUntil let a test
+// wait until the code under test is blocked on a timer, so no test needs
+// to sleep. It is safe for concurrent use.
+type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer // pending, in creation order
 	changed chan struct{}
 }
 
-var _ Clock = (*FakeClock)(nil)
+var _ scheduler.Clock = (*Fake)(nil)
 
-// NewFakeClock returns a fake clock reading now.
-func NewFakeClock(now time.Time) *FakeClock {
-	return &FakeClock{now: now, changed: make(chan struct{})}
+// NewFake returns a fake clock reading now.
+func NewFake(now time.Time) *Fake {
+	return &Fake{now: now, changed: make(chan struct{})}
 }
 
 type fakeTimer struct {
-	c    *FakeClock
+	c    *Fake
 	at   time.Time
 	ch   chan time.Time
 	done bool
 }
 
 // Now is the fake time.
-func (c *FakeClock) Now() time.Time {
+func (c *Fake) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
@@ -41,7 +47,7 @@ func (c *FakeClock) Now() time.Time {
 
 // NewTimer returns a timer firing once the clock reaches now+d; d <= 0 fires
 // at once.
-func (c *FakeClock) NewTimer(d time.Duration) Timer {
+func (c *Fake) NewTimer(d time.Duration) scheduler.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
@@ -72,7 +78,7 @@ func (t *fakeTimer) Stop() bool {
 
 // Advance moves the clock by d and fires every timer now due, earliest
 // first. A timer's channel holds one value, as time.Timer's does.
-func (c *FakeClock) Advance(d time.Duration) {
+func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
@@ -95,28 +101,28 @@ func (c *FakeClock) Advance(d time.Duration) {
 }
 
 // Pending is the number of timers waiting to fire.
-func (c *FakeClock) Pending() int {
+func (c *Fake) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.timers)
 }
 
 // WaitForTimers blocks until at least n timers are pending or ctx is done.
-func (c *FakeClock) WaitForTimers(ctx context.Context, n int) error {
+func (c *Fake) WaitForTimers(ctx context.Context, n int) error {
 	return c.waitFor(ctx, func(pending int) bool { return pending >= n })
 }
 
 // WaitForNoTimers blocks until no timer is pending or ctx is done.
-func (c *FakeClock) WaitForNoTimers(ctx context.Context) error {
+func (c *Fake) WaitForNoTimers(ctx context.Context) error {
 	return c.waitFor(ctx, func(pending int) bool { return pending == 0 })
 }
 
 // BlockUntil blocks until at least n timers are pending.
-func (c *FakeClock) BlockUntil(n int) {
+func (c *Fake) BlockUntil(n int) {
 	_ = c.WaitForTimers(context.Background(), n)
 }
 
-func (c *FakeClock) waitFor(ctx context.Context, ok func(pending int) bool) error {
+func (c *Fake) waitFor(ctx context.Context, ok func(pending int) bool) error {
 	for {
 		c.mu.Lock()
 		if ok(len(c.timers)) {
@@ -133,7 +139,7 @@ func (c *FakeClock) waitFor(ctx context.Context, ok func(pending int) bool) erro
 	}
 }
 
-func (c *FakeClock) notifyLocked() {
+func (c *Fake) notifyLocked() {
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

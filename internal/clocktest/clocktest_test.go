@@ -1,4 +1,4 @@
-package scheduler
+package clocktest
 
 import (
 	"testing"
@@ -7,8 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestFakeClock(t *testing.T) {
-	c := NewFakeClock(t0)
+var t0 = time.Date(2026, 3, 2, 10, 7, 0, 0, time.Local)
+
+func TestFake(t *testing.T) {
+	c := NewFake(t0)
 	a := c.NewTimer(2 * time.Second)
 	b := c.NewTimer(time.Second)
 	stopped := c.NewTimer(time.Second)
@@ -28,4 +30,15 @@ func TestFakeClock(t *testing.T) {
 
 	now := c.NewTimer(0)
 	require.Equal(t, t0.Add(6*time.Second), <-now.C(), "a zero timer fires at once")
+}
+
+func TestOffset(t *testing.T) {
+	var c Offset
+	before := time.Now()
+	require.False(t, c.Now().Before(before), "the zero value reads the real time")
+	c.Advance(time.Hour)
+	c.Advance(30 * time.Minute)
+	require.Equal(t, 90*time.Minute, c.Offset())
+	require.False(t, c.Now().Before(before.Add(90*time.Minute)))
+	require.True(t, c.Now().Before(time.Now().Add(91*time.Minute)))
 }

@@ -1,0 +1,121 @@
+package objstoretest
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/s3"
+)
+
+// This file owns the backends every package's store tests run on, so a new
+// backend is one more entry here (and in Backends) rather than a fixture
+// per package.
+
+// RootPrefix is where a test root lives inside its bucket: not the bucket's
+// root, so that keys are always prefixed, as in production.
+const RootPrefix = "lancedb/prod/"
+
+// Backend makes fresh roots on one kind of store.
+type Backend struct {
+	Name string
+	// NewRoot makes a fresh, empty root for t. On S3 each call is a new
+	// bucket of the test server (the test skips without a server, or fails
+	// when REAPER_REQUIRE_S3=1).
+	NewRoot func(t testing.TB) Root
+}
+
+// Root is one test root: how the product opens it and the back doors a
+// test uses to set up and check it without reaper.
+type Root struct {
+	Backend string
+	// URI and Options are what --root and --storage-option, or
+	// reaper.Open, take to open it.
+	URI     string
+	Options map[string]string
+	// Dir is the root's directory on the local backend ("" otherwise).
+	Dir string
+	// S3 is the server and bucket on the S3 backend (nil otherwise); the
+	// root's keys are under RootPrefix there.
+	S3   *S3Server
+	open func(t testing.TB) objstore.Store
+}
+
+// Open opens a bare store on the root (no retries, no metrics). Each call
+// is a new handle, as another process would open the root, except on the
+// memory backend, where every call returns the same store.
+func (r Root) Open(t testing.TB) objstore.Store {
+	t.Helper()
+	return r.open(t)
+}
+
+var (
+	// Memory is the in-memory store: contract bugs show here before any
+	// I/O noise. Its roots cannot be shared with another process.
+	Memory = Backend{Name: "memory", NewRoot: newMemoryRoot}
+	// Local is the local filesystem, each root a directory of its own.
+	Local = Backend{Name: "local", NewRoot: newLocalRoot}
+	// S3Store is a real S3 server (versitygw, see S3), each root under
+	// RootPrefix of a fresh bucket.
+	S3Store = Backend{Name: "s3", NewRoot: newS3Root}
+)
+
+// Backends are every backend, memory first.
+func Backends() []Backend { return []Backend{Memory, Local, S3Store} }
+
+// Shared are the backends whose roots other processes can open too.
+func Shared() []Backend { return []Backend{Local, S3Store} }
+
+// ForEachBackend runs fn as a subtest per backend, in order; with no
+// backends given, on Backends(). fn makes its roots with b.NewRoot.
+func ForEachBackend(t *testing.T, fn func(t *testing.T, b Backend), backends ...Backend) {
+	t.Helper()
+	if len(backends) == 0 {
+		backends = Backends()
+	}
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+func newMemoryRoot(testing.TB) Root {
+	m := objstore.NewMemory()
+	return Root{Backend: "memory", URI: m.URI(), open: func(testing.TB) objstore.Store { return m }}
+}
+
+func newLocalRoot(t testing.TB) Root {
+	dir := t.TempDir()
+	open := func(t testing.TB) objstore.Store {
+		t.Helper()
+		s, err := local.Open(dir)
+		require.NoError(t, err, "open local store %s", dir)
+		return s
+	}
+	return Root{Backend: "local", URI: dir, Dir: dir, open: open}
+}
+
+func newS3Root(t testing.TB) Root {
+	srv := S3(t)
+	uri := srv.URI(RootPrefix)
+	open := func(t testing.TB) objstore.Store {
+		t.Helper()
+		loc, err := objstore.ParseLocation(uri)
+		require.NoError(t, err)
+		s, err := s3.Open(t.Context(), loc, srv.Options())
+		require.NoError(t, err, "open %s", uri)
+		return s
+	}
+	return Root{Backend: "s3", URI: uri, Options: srv.Options(), S3: &srv, open: open}
+}
+
+// LocalPath is where key of a local root is on disk.
+func (r Root) LocalPath(key string) string {
+	return filepath.Join(r.Dir, filepath.FromSlash(key))
+}
+
+// S3Key is key's object key in the bucket of an S3 root.
+func (r Root) S3Key(key string) string { return RootPrefix + strings.TrimPrefix(key, "/") }

@@ -1,0 +1,44 @@
+package objstoretest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+// Every backend's root starts empty, and a second handle on it sees what
+// the first wrote, as another process would.
+func TestBackendsOpenFreshSharedRoots(t *testing.T) {
+	var names []string
+	ForEachBackend(t, func(t *testing.T, b Backend) {
+		names = append(names, b.Name)
+		r := b.NewRoot(t)
+		require.Equal(t, b.Name, r.Backend)
+		require.NotEmpty(t, r.URI)
+		s := r.Open(t)
+		require.Empty(t, storeKeys(t, s), "a fresh root is empty")
+		_, err := s.Put(t.Context(), "t.lance/_versions/1.manifest", []byte("m"))
+		require.NoError(t, err)
+		body, _, err := r.Open(t).Get(t.Context(), "t.lance/_versions/1.manifest")
+		require.NoError(t, err)
+		require.Equal(t, "m", string(body))
+		require.Empty(t, storeKeys(t, b.NewRoot(t).Open(t)), "each root is a root of its own")
+		switch b.Name {
+		case Local.Name:
+			require.FileExists(t, r.LocalPath("t.lance/_versions/1.manifest"))
+		case S3Store.Name:
+			require.Equal(t, "lancedb/prod/t.lance/x", r.S3Key("t.lance/x"))
+			require.Equal(t, "s3://"+r.S3.Bucket+"/lancedb/prod", r.URI)
+		}
+	})
+	require.Equal(t, []string{"memory", "local", "s3"}, names)
+}
+
+func storeKeys(t *testing.T, s objstore.Store) []string {
+	objs, _ := walkAll(t, s, "")
+	return keysOf(objs)
+}
