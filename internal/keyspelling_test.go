@@ -30,9 +30,6 @@ var keyParts = []string{
 var keyOwners = map[string]bool{
 	"internal/lifecycle/names.go":       true,
 	"internal/lifecycle/hold_format.go": true,
-	// retry keeps a copy of the lock suffix until the store stack reads the
-	// backend's lock-key rule; its own test checks the two agree.
-	"internal/objstore/retry/pacer.go": true,
 }
 
 // keyExceptions are literals that look like a key part but are not one.

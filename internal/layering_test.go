@@ -31,6 +31,9 @@ var layers = map[string]int{
 	// 1: services over a store: the lease, metrics and tracing.
 	"internal/lock":    1,
 	"internal/metrics": 1,
+	// The one store stack composes a backend with retries (layer 0) and
+	// metrics and tracing (layer 1), so it sits with the latter.
+	"internal/objstore/stack": 1,
 
 	// 2: the table lifecycle.
 	"internal/lifecycle": 2,
