@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 const namespace = "reaper"
@@ -184,17 +186,17 @@ func (m *Metrics) collectors() []prometheus.Collector {
 // series appear when a root is first reported; with per-root labels off the
 // aggregated ones exist from the start.
 func (m *Metrics) precreate() {
-	for _, v := range passResults {
-		m.passes.WithLabelValues(v)
+	for _, v := range outcome.Results() {
+		m.passes.WithLabelValues(string(v))
 	}
-	for _, v := range failureReasons {
-		m.purgeFailures.WithLabelValues(v)
+	for _, v := range outcome.FailureReasons() {
+		m.purgeFailures.WithLabelValues(string(v))
 	}
 	for _, v := range lockResults {
 		m.lockAcquisition.WithLabelValues(v)
 	}
-	for _, v := range skipReasons {
-		m.skipped.WithLabelValues(v)
+	for _, v := range outcome.SkipReasons() {
+		m.skipped.WithLabelValues(string(v))
 	}
 	for _, op := range storeOps {
 		m.storeDuration.WithLabelValues(op)
@@ -206,8 +208,8 @@ func (m *Metrics) precreate() {
 		for _, s := range tableStates {
 			m.tables.WithLabelValues(AllRoots, s)
 		}
-		for _, r := range refusalReasons {
-			m.rootsRefused.WithLabelValues(AllRoots, r)
+		for _, r := range outcome.RefusalReasons() {
+			m.rootsRefused.WithLabelValues(AllRoots, string(r))
 		}
 	}
 }
