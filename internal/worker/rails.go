@@ -193,7 +193,7 @@ func shutdownRail(ctx context.Context, p *pass, _ *ticket) string {
 	} else if ctx.Err() == nil || errors.Is(context.Cause(ctx), errPassDeadline) {
 		return ""
 	}
-	return "shutdown: not started; the next pass purges it"
+	return "not started; the next pass purges it"
 }
 
 // deadlineRail starts no table once limits.max_pass_duration is spent.

@@ -351,7 +351,7 @@ func TestDrainingStartsNoNewTable(t *testing.T) {
 	require.Equal(t, 3, tot.Skipped)
 	for _, d := range rep.Roots[0].Decisions {
 		if d.Action == outcome.Skipped {
-			require.Contains(t, d.Detail, "shutdown")
+			require.Equal(t, outcome.ReasonShutdown, d.Reason)
 		}
 	}
 	rep, err = f.worker(cfg, 8*day).Pass(context.Background(), nil)
