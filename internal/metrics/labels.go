@@ -4,7 +4,8 @@ package metrics
 // expects one of these; the series for each are created at zero by New so
 // rate() and absent() work from the first scrape.
 
-// Pass results (reaper_passes_total{result}), purge failure reasons
+// Pass results (reaper_passes_total{result}), lease attempt results
+// (reaper_lock_acquisitions_total{result}), purge failure reasons
 // (reaper_purge_failures_total{reason}), skip reasons
 // (reaper_skipped_total{reason}) and root refusal reasons
 // (reaper_roots_refused_total{reason}) are the outcome package's values,
@@ -19,13 +20,6 @@ const (
 	StateOrphanMarker  = "orphan_marker"
 	StateInvalidMarker = "invalid_marker"
 	StateHeld          = "held"
-)
-
-// Lock acquisition results for reaper_lock_acquisitions_total{result}.
-const (
-	LockAcquired  = "acquired"
-	LockContended = "contended"
-	LockError     = "error"
 )
 
 // Store operations for reaper_objstore_requests_total{op,code} and
@@ -72,7 +66,6 @@ const (
 
 var (
 	tableStates  = []string{StateLive, StateSoftDeleted, StateDue, StateOverdue, StateOrphanMarker, StateInvalidMarker, StateHeld}
-	lockResults  = []string{LockAcquired, LockContended, LockError}
 	storeOps     = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
 	storeCodes   = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
 	s3Operations = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}

@@ -192,8 +192,8 @@ func (m *Metrics) precreate() {
 	for _, v := range outcome.FailureReasons() {
 		m.purgeFailures.WithLabelValues(string(v))
 	}
-	for _, v := range lockResults {
-		m.lockAcquisition.WithLabelValues(v)
+	for _, v := range outcome.Leases() {
+		m.lockAcquisition.WithLabelValues(string(v))
 	}
 	for _, v := range outcome.SkipReasons() {
 		m.skipped.WithLabelValues(string(v))

@@ -53,13 +53,12 @@ func (m *Metrics) PurgeConflict() {
 	m.purgeConflicts.Inc()
 }
 
-// LockAcquisition counts a lease attempt (LockAcquired, LockContended,
-// LockError).
-func (m *Metrics) LockAcquisition(result string) {
+// LockAcquisition counts a lease attempt by its result (outcome.Leases).
+func (m *Metrics) LockAcquisition(result outcome.Lease) {
 	if m == nil {
 		return
 	}
-	m.lockAcquisition.WithLabelValues(result).Inc()
+	m.lockAcquisition.WithLabelValues(string(result)).Inc()
 }
 
 // RootRefused counts a pass over root that purged nothing, by its reason

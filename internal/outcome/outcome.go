@@ -122,3 +122,18 @@ const (
 func Results() []Result {
 	return []Result{ResultSuccess, ResultPartial, ResultFailed, ResultInterrupted}
 }
+
+// Lease is how a purge's attempt at its table's lease went:
+// reaper_lock_acquisitions_total{result}.
+type Lease string
+
+const (
+	LeaseAcquired  Lease = "acquired"
+	LeaseContended Lease = "contended"
+	LeaseError     Lease = "error"
+)
+
+// Leases lists every lease attempt result.
+func Leases() []Lease {
+	return []Lease{LeaseAcquired, LeaseContended, LeaseError}
+}

@@ -22,6 +22,9 @@ func TestDocumented(t *testing.T) {
 	for _, r := range Results() {
 		words = append(words, string(r))
 	}
+	for _, l := range Leases() {
+		words = append(words, string(l))
+	}
 	for _, w := range words {
 		require.Contains(t, string(doc), "`"+w+"`", "docs/OUTCOMES.md does not name %q", w)
 	}

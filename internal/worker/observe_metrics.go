@@ -27,13 +27,8 @@ func (o MetricsObserver) RootPlanned(_ *Report, rr *RootReport, _ lifecycle.Plan
 }
 
 func (o MetricsObserver) Decision(_ *Report, d Decision) {
-	switch d.Lease {
-	case lifecycle.LeaseAcquired:
-		o.M.LockAcquisition(metrics.LockAcquired)
-	case lifecycle.LeaseContended:
-		o.M.LockAcquisition(metrics.LockContended)
-	case lifecycle.LeaseError:
-		o.M.LockAcquisition(metrics.LockError)
+	if d.Lease != "" {
+		o.M.LockAcquisition(outcome.Lease(d.Lease))
 	}
 	switch d.Action {
 	case outcome.Purged:
@@ -47,7 +42,7 @@ func (o MetricsObserver) Decision(_ *Report, d Decision) {
 		if d.Reason == outcome.ReasonLocked && d.Lease == "" {
 			// Found held when planning: contention too, though no
 			// acquisition was tried.
-			o.M.LockAcquisition(metrics.LockContended)
+			o.M.LockAcquisition(outcome.LeaseContended)
 		}
 	}
 	if d.Objects > 0 && d.Action != outcome.DryRun {

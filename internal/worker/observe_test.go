@@ -114,7 +114,18 @@ func TestMetricsObserverUsesTheVocabulary(t *testing.T) {
 					require.Contains(t, outcome.FailureReasons(), d.Reason, d.Table)
 				}
 			}
-			require.Equal(t, 1.0, counters(t, reg, "result")["reaper_passes_total{"+string(rep.Result())+"}"])
+			results := counters(t, reg, "result")
+			require.Equal(t, 1.0, results["reaper_passes_total{"+string(rep.Result())+"}"])
+			leases := map[string]float64{}
+			for _, d := range rep.Roots[0].Decisions {
+				if d.Lease != "" {
+					leases["reaper_lock_acquisitions_total{"+d.Lease+"}"]++
+				}
+			}
+			for _, l := range outcome.Leases() {
+				k := "reaper_lock_acquisitions_total{" + string(l) + "}"
+				require.Equal(t, leases[k], results[k], k)
+			}
 		})
 	}
 }
