@@ -26,6 +26,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -101,7 +102,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		rootOldest: make(map[string]time.Time),
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "passes_total",
-			Help: "Purge passes finished, by result (success, partial, failed, interrupted).",
+			Help: "Purge passes finished, by result (" + join(outcome.Results()) + ").",
 		}, []string{"result"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "last_success_timestamp_seconds",
@@ -118,7 +119,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}),
 		purgeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "purge_failures_total",
-			Help: "Table purges that failed, by reason (io, invalid_marker, future_marker, lease_lost, other).",
+			Help: "Tables that failed, by reason (" + join(outcome.FailureReasons()) + ").",
 		}, []string{"reason"}),
 		purgeConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "purge_conflicts_total",
@@ -151,15 +152,15 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}, []string{"op"}),
 		lockAcquisition: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "lock_acquisitions_total",
-			Help: "Lease lock acquisition attempts by result (acquired, contended, error).",
+			Help: "Lease lock acquisition attempts by result (" + join(outcome.Leases()) + ").",
 		}, []string{"result"}),
 		rootsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "roots_refused_total",
-			Help: "Passes over a root refused before deleting anything, by reason (blast_radius, paused, error).",
+			Help: "Passes over a root refused before deleting anything, by reason (" + join(outcome.RefusalReasons()) + ").",
 		}, []string{"root", "reason"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "skipped_total",
-			Help: "Tables skipped by a pass, by reason (not_due, locked, held, short_ttl, limit).",
+			Help: "Tables skipped or held by a pass, by reason (" + join(outcome.SkipReasons()) + ").",
 		}, []string{"reason"}),
 		s3Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "s3_http_requests_total",
@@ -230,4 +231,13 @@ func (m *Metrics) RootLabel(root string) string {
 		return AllRoots
 	}
 	return root
+}
+
+// join lists label values for a help text.
+func join[T ~string](vs []T) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return strings.Join(out, ", ")
 }

@@ -186,7 +186,7 @@ func blastRadius(s config.Safety, due, tables int) string {
 }
 
 // shutdownRail starts no table once shutdown has begun (draining, or the
-// pass's context cancelled).
+// pass's context cancelled); a drain marks the pass interrupted.
 func shutdownRail(ctx context.Context, p *pass, _ *ticket) string {
 	if p.draining() {
 		p.rep.Interrupted = true
