@@ -16,6 +16,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // auditFixture writes two passes to a ledger in a temp dir: yesterday's,
@@ -30,19 +31,19 @@ func auditFixture(t *testing.T) (dir string, now time.Time) {
 
 	old := now.Add(-30 * time.Hour)
 	w := ledger.NewWriter(s, "pass-old", old)
-	w.Add(ledger.Row{Root: "/data/db", Table: "old_table", Action: ledger.ActionPurged, Objects: 3, Bytes: 2048,
+	w.Add(ledger.Row{Root: "/data/db", Table: "old_table", Action: string(outcome.Purged), Objects: 3, Bytes: 2048,
 		Started: old, Finished: old.Add(time.Second), Version: "v1", Host: "h1"})
 	_, err = w.Close(t.Context())
 	require.NoError(t, err)
 
 	recent := now.Add(-time.Hour)
 	w = ledger.NewWriter(s, "pass-new", recent)
-	w.Add(ledger.Row{Root: "/data/db", Table: "events", Action: ledger.ActionPurged, Objects: 12, Bytes: 3 << 20,
+	w.Add(ledger.Row{Root: "/data/db", Table: "events", Action: string(outcome.Purged), Objects: 12, Bytes: 3 << 20,
 		DeletedAt: deleted, TTL: &ttl, PurgeAfter: deleted.Add(ttl),
 		Started: recent, Finished: recent.Add(2 * time.Second), Version: "v2", Host: "h2"})
-	w.Add(ledger.Row{Root: "/data/db", Table: "users", Action: ledger.ActionFailed, Error: "delete data/1.lance:\npermission denied",
+	w.Add(ledger.Row{Root: "/data/db", Table: "users", Action: string(outcome.Failed), Error: "delete data/1.lance:\npermission denied",
 		Started: recent.Add(time.Second), Finished: recent.Add(3 * time.Second), Version: "v2", Host: "h2"})
-	w.Add(ledger.Row{Root: "/data/db", Table: "logs", Action: ledger.ActionSkipped, Reason: "not due",
+	w.Add(ledger.Row{Root: "/data/db", Table: "logs", Action: string(outcome.Skipped), Reason: "not due",
 		Started: recent.Add(2 * time.Second), Finished: recent.Add(2 * time.Second), Version: "v2", Host: "h2"})
 	_, err = w.Close(t.Context())
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -50,8 +51,10 @@ Failed (exit status 1): invalid or future-dated markers, I/O errors, and
 named tables that are live or not found.
 
 JSON (-o json): {"purged":[{"name","objects","bytes"}],
-"skipped":[{"name","reason"}], "failed":[{"name","error"}]}, plus
-"dry_run":true with --dry-run.
+"skipped":[{"name","action","code","reason"}], "failed":[{"name","code","error"}]},
+plus "dry_run":true with --dry-run. action and code are the words of the
+audit ledger and the metric labels (skipped, held, conflict, refused;
+not_due, locked, shutdown, ...); reason and error say it for people.
 
 With --config the pass covers every root of the configuration (discovery
 patterns, sharding, safety rails and limits included): the same pass the
@@ -134,12 +137,13 @@ func (r *purgeReport) err() error {
 	return &failedError{op: "purge", failed: len(r.Failed), all: len(r.Purged) + len(r.Skipped) + len(r.Failed)}
 }
 
-// notStarted counts due tables a drained pass did not start.
+// notStarted counts due tables a drained pass did not start: shutdown
+// before any lease was tried.
 func notStarted(rep *worker.Report) int {
 	n := 0
 	for _, rr := range rep.Roots {
 		for _, d := range rr.Decisions {
-			if d.Reason == worker.ReasonLimit && strings.HasPrefix(d.Detail, "shutdown") {
+			if d.Reason == outcome.ReasonShutdown && d.Lease == "" {
 				n++
 			}
 		}
@@ -160,7 +164,7 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			root = rr.Root
 		}
 		if rr.Err != nil {
-			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Error: rr.Err.Error()})
+			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: rr.Err.Error()})
 		}
 		// Tables finish in any order under concurrency; report them in plan
 		// order (oldest purge_after first).
@@ -173,12 +177,12 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 		})
 		for _, d := range ds {
 			switch d.Action {
-			case worker.ActionPurged, worker.ActionDryRun:
+			case outcome.Purged, outcome.DryRun:
 				out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes})
-			case worker.ActionFailed:
-				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Error: failureText(d)})
+			case outcome.Failed:
+				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: failureText(d)})
 			default:
-				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Reason: skipReason(d)})
+				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(d)})
 			}
 		}
 	}
@@ -188,48 +192,49 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 	return out
 }
 
-// skipReason says why a table was kept; a conflict's reason starts with
-// "conflict".
+// skipReason says why a table was kept, for people; a conflict's reason
+// starts with "conflict".
 func skipReason(d worker.Decision) string {
 	switch d.Reason {
-	case worker.ReasonNotDue:
+	case outcome.ReasonNotDue:
 		if !d.Status.PurgeAfter.IsZero() {
 			return "not due until " + formatTime(d.Status.PurgeAfter)
 		}
 		return d.Detail
-	case worker.ReasonConflict:
-		if strings.HasPrefix(d.Detail, "conflict") {
-			return d.Detail
+	case outcome.ReasonConflict:
+		var ce *reaper.ConflictError
+		if errors.As(d.Err, &ce) {
+			return ce.Error() // "conflict: table ...: why"
 		}
 		return "conflict: " + d.Detail
-	case worker.ReasonLocked:
+	case outcome.ReasonLocked:
 		var le *reaper.LockedError
 		if errors.As(d.Err, &le) {
 			return "locked: " + leaseHolder(&le.Holder)
 		}
 		return "locked: " + leaseHolder(d.Status.Lease)
-	case worker.ReasonHeld:
+	case outcome.ReasonHeld:
 		if d.Status.Hold != nil {
 			return "held: legal hold (" + d.Status.Hold.Reason + "); 'reaper release' lifts it"
 		}
 		return "held: " + d.Detail
-	case worker.ReasonShortTTL:
+	case outcome.ReasonShortTTL:
 		return "short ttl: " + d.Detail
-	case worker.ReasonBlastRadius:
+	case outcome.ReasonBlastRadius:
 		return "refused: blast radius: " + d.Detail
 	default:
-		return d.Reason + ": " + d.Detail
+		return string(d.Reason) + ": " + d.Detail
 	}
 }
 
 // failureText explains a failed table.
 func failureText(d worker.Decision) string {
 	switch {
-	case d.Err == nil && (d.Reason == worker.ReasonInvalidMarker || d.Status.State == reaper.StateUnreadable):
+	case d.Err == nil && (d.Reason == outcome.ReasonInvalidMarker || d.Status.State == reaper.StateUnreadable):
 		return invalidMessage(d.Status)
-	case d.Err == nil && d.Reason == worker.ReasonFutureMarker:
+	case d.Err == nil && d.Reason == outcome.ReasonFutureMarker:
 		return "future-dated marker: " + d.Status.Problem
-	case d.Reason == worker.ReasonNotFound:
+	case d.Reason == outcome.ReasonNotFound:
 		return d.Detail + lanceSuffixHint(d.Table)
 	case d.Err != nil:
 		return d.Err.Error()

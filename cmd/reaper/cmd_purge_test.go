@@ -15,6 +15,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/worker"
 )
 
 const day = 24 * time.Hour
@@ -111,12 +113,16 @@ func TestPurgeJSON(t *testing.T) {
 			require.True(t, strings.HasPrefix(rep.Skipped[0].Reason, "conflict"), rep.Skipped[0].Reason)
 			require.Equal(t, "notdue", rep.Skipped[1].Name)
 			require.Equal(t, "not due until "+f.now.Add(6*day).UTC().Format(time.RFC3339), rep.Skipped[1].Reason)
+			// action and code are the ledger's and the metrics' words.
+			require.Equal(t, []outcome.Action{outcome.Conflict, outcome.Skipped}, []outcome.Action{rep.Skipped[0].Action, rep.Skipped[1].Action})
+			require.Equal(t, []outcome.Reason{outcome.ReasonConflict, outcome.ReasonNotDue}, []outcome.Reason{rep.Skipped[0].Code, rep.Skipped[1].Code})
 
 			require.Len(t, rep.Failed, 2, "%+v", rep.Failed)
 			require.Equal(t, "garbage", rep.Failed[0].Name)
 			require.Contains(t, rep.Failed[0].Error, "invalid marker")
 			require.Equal(t, "negative", rep.Failed[1].Name)
 			require.Contains(t, rep.Failed[1].Error, "negative")
+			require.Equal(t, outcome.ReasonInvalidMarker, rep.Failed[0].Code)
 
 			left := f.b.keys(t)
 			for _, name := range []string{"notdue", "conflict", "garbage", "negative", "live"} {
@@ -224,7 +230,7 @@ func TestPurgeAfterDrop(t *testing.T) {
 			require.Equal(t, exitFailed, exitCode(err), "got %v", err)
 			rep, _ := decodeReport(t, out.Bytes())
 			require.Equal(t, []purgedJSON{{Name: "events.2024", Objects: objs, Bytes: size}}, rep.Purged, "dry run %t", dry)
-			require.Equal(t, []skippedJSON{{Name: "keep", Reason: "not due until " + keepDue.Add(30*day).UTC().Format(time.RFC3339)}}, rep.Skipped)
+			require.Equal(t, []skippedJSON{{Name: "keep", Action: outcome.Skipped, Code: outcome.ReasonNotDue, Reason: "not due until " + keepDue.Add(30*day).UTC().Format(time.RFC3339)}}, rep.Skipped)
 			require.Len(t, rep.Failed, 1)
 			require.Equal(t, "bad", rep.Failed[0].Name)
 			require.Equal(t, dry, len(b.tableKeys(t, "events.2024")) > 0, "dry run %t", dry)
@@ -287,4 +293,25 @@ func TestPurgeDrains(t *testing.T) {
 	require.ErrorContains(t, err, "run purge again to finish")
 	require.Equal(t, exitFailed, exitCode(err))
 	require.Equal(t, before, f.b.keys(t))
+}
+
+// notStarted counts the tables shutdown kept from starting, by their
+// reason: neither a pass limit nor a purge cut short in flight.
+func TestNotStarted(t *testing.T) {
+	cases := []struct {
+		name string
+		d    worker.Decision
+		want int
+	}{
+		{"shutdown before start", worker.Decision{Action: outcome.Skipped, Reason: outcome.ReasonShutdown}, 1},
+		{"shutdown in flight", worker.Decision{Action: outcome.Skipped, Reason: outcome.ReasonShutdown, Lease: lifecycle.LeaseAcquired}, 0},
+		{"pass limit", worker.Decision{Action: outcome.Skipped, Reason: outcome.ReasonLimit, Detail: "shutdown-looking detail"}, 0},
+		{"deadline", worker.Decision{Action: outcome.Skipped, Reason: outcome.ReasonDeadline}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &worker.Report{Roots: []*worker.RootReport{{Decisions: []worker.Decision{tc.d}}}}
+			require.Equal(t, tc.want, notStarted(rep))
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // Output formats of -o.
@@ -155,16 +156,23 @@ type purgedJSON struct {
 	Bytes   int64  `json:"bytes"`
 }
 
+// skippedJSON is a table kept by the pass: Action and Code are the outcome
+// vocabulary (as in the ledger and the metrics), Reason the sentence.
 type skippedJSON struct {
-	Root   string `json:"root,omitempty"`
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
+	Root   string         `json:"root,omitempty"`
+	Name   string         `json:"name"`
+	Action outcome.Action `json:"action"`
+	Code   outcome.Reason `json:"code"`
+	Reason string         `json:"reason"`
 }
 
+// failedJSON is a failed table (or root, without a name): Code is its
+// outcome reason, Error the sentence.
 type failedJSON struct {
-	Root  string `json:"root,omitempty"`
-	Name  string `json:"name"`
-	Error string `json:"error"`
+	Root  string         `json:"root,omitempty"`
+	Name  string         `json:"name"`
+	Code  outcome.Reason `json:"code"`
+	Error string         `json:"error"`
 }
 
 func newPurgeReport(dryRun bool) *purgeReport {

@@ -193,7 +193,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 			}
 			return rs, err
 		},
-		Observer: metricsObserver{m},
+		Observer: worker.MetricsObserver{M: m},
 		Logger:   log,
 		Tracer:   tp.Tracer("github.com/lance-reaper/reaper"),
 		Now:      so.Now,
@@ -205,7 +205,8 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		if err != nil {
 			return nil, usagef("audit.location %s: %w", loc, err)
 		}
-		rt.worker.Observer = worker.Observers{metricsObserver{m}, newLedgerObserver(ls, log)}
+		host, _ := os.Hostname()
+		rt.worker.Observer = worker.Observers{worker.MetricsObserver{M: m}, worker.NewLedgerObserver(ls, log, version, host)}
 	}
 	return rt, nil
 }

@@ -34,36 +34,7 @@
 //	host            utf8                   not null  host name of the reaper that wrote the row
 package ledger
 
-import (
-	"time"
-)
-
-// Action is what a pass did with one table.
-type Action = string
-
-// Actions recorded in the action column.
-const (
-	// ActionPurged: the table's files and marker were deleted.
-	ActionPurged Action = "purged"
-	// ActionSkipped: not due yet, or nothing to do; a later pass looks again.
-	ActionSkipped Action = "skipped"
-	// ActionDryRun: the table was due and would have been purged.
-	ActionDryRun Action = "dry_run"
-	// ActionFailed: the purge started or was attempted and returned an error.
-	ActionFailed Action = "failed"
-	// ActionConflict: another writer (a revive, another reaper) won a race.
-	ActionConflict Action = "conflict"
-	// ActionHeld: a hold (config or marker) kept a due table.
-	ActionHeld Action = "held"
-	// ActionRefused: reaper refused to purge (invalid or future-dated marker,
-	// table files changed after deleted_at, ...).
-	ActionRefused Action = "refused"
-)
-
-// Actions lists every action, in the order above.
-func Actions() []Action {
-	return []Action{ActionPurged, ActionSkipped, ActionDryRun, ActionFailed, ActionConflict, ActionHeld, ActionRefused}
-}
+import "time"
 
 // Row is one table in one pass. Zero times are written as null where the
 // column is nullable; times are stored with millisecond precision and read
@@ -72,8 +43,10 @@ type Row struct {
 	PassID string
 	Root   string
 	Table  string
-	Action Action
-	// Reason is empty (null) when there is nothing to explain.
+	// Action is an outcome.Action; the ledger stores it as it is.
+	Action string
+	// Reason is the outcome.Reason, then ": " and the detail for people;
+	// empty (null) when there is nothing to explain.
 	Reason string
 	// DeletedAt and PurgeAfter are zero (null) when unknown.
 	DeletedAt  time.Time

@@ -22,6 +22,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
@@ -39,7 +40,8 @@ func dur(d time.Duration) *time.Duration { return &d }
 // sampleRows has one row per action, with and without the nullable fields.
 func sampleRows(passID string, started time.Time) []ledger.Row {
 	var rows []ledger.Row
-	for i, a := range ledger.Actions() {
+	for i, oa := range outcome.Actions() {
+		a := string(oa)
 		r := ledger.Row{
 			PassID:   passID,
 			Root:     "s3://bucket/db",
@@ -109,7 +111,7 @@ func TestRoundTrip(t *testing.T) {
 func TestAddDefaults(t *testing.T) {
 	s := objstore.NewMemory()
 	w := ledger.NewWriter(s, "p", t0)
-	w.Add(ledger.Row{Table: "a", Action: ledger.ActionSkipped})
+	w.Add(ledger.Row{Table: "a", Action: string(outcome.Skipped)})
 	_, err := w.Close(t.Context())
 	require.NoError(t, err)
 	got, err := ledger.Read(t.Context(), s, time.Time{})
@@ -143,7 +145,7 @@ func TestReadSince(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
 		day := 24 * time.Hour
 		row := func(table string, started, finished time.Time) ledger.Row {
-			return ledger.Row{Root: "/db", Table: table, Action: ledger.ActionPurged, Started: started, Finished: finished, Version: "v", Host: "h"}
+			return ledger.Row{Root: "/db", Table: table, Action: string(outcome.Purged), Started: started, Finished: finished, Version: "v", Host: "h"}
 		}
 		old := t0.Add(-3 * day)
 		writePass(t, s, "old", old, []ledger.Row{row("a", old, old.Add(time.Minute))})
@@ -233,7 +235,7 @@ func TestConcurrentAdd(t *testing.T) {
 	for i := range workers {
 		wg.Go(func() {
 			for j := range each {
-				w.Add(ledger.Row{Table: fmt.Sprintf("t%02d_%02d", i, j), Action: ledger.ActionPurged, Version: "v", Host: "h"})
+				w.Add(ledger.Row{Table: fmt.Sprintf("t%02d_%02d", i, j), Action: string(outcome.Purged), Version: "v", Host: "h"})
 			}
 		})
 	}
@@ -284,7 +286,7 @@ func TestPlainReader(t *testing.T) {
 	require.NoError(t, err)
 	defer pf.Close()
 	md := pf.MetaData()
-	require.Equal(t, int64(len(ledger.Actions())), md.NumRows)
+	require.Equal(t, int64(len(outcome.Actions())), md.NumRows)
 	id := md.KeyValueMetadata().FindValue(ledger.MetaPassID)
 	require.NotNil(t, id, "metadata %s", ledger.MetaPassID)
 	require.Equal(t, "plain", *id)
@@ -338,7 +340,7 @@ func TestPlainReader(t *testing.T) {
 		require.NoError(t, err)
 		defer tbl.Release()
 		action := tbl.Column(3).Data().Chunk(0).(*array.String)
-		require.Equal(t, ledger.ActionPurged, action.Value(0))
+		require.Equal(t, string(outcome.Purged), action.Value(0))
 		ttl := tbl.Column(6).Data().Chunk(0).(*array.Int64)
 		require.Equal(t, (7 * 24 * time.Hour).Milliseconds(), ttl.Value(0), "ttl_ms of row 0")
 		require.True(t, ttl.IsNull(1), "ttl_ms of row 1 is null")

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // Column names, in file order.
@@ -43,7 +45,7 @@ var columns = []column{
 	col(ColPassID, arrow.BinaryTypes.String, false, "id of the pass that wrote the row"),
 	col(ColRoot, arrow.BinaryTypes.String, false, "database root URI, without secrets"),
 	col(ColTable, arrow.BinaryTypes.String, false, `table name, without ".lance"`),
-	col(ColAction, arrow.BinaryTypes.String, false, strings.Join(Actions(), ", ")),
+	col(ColAction, arrow.BinaryTypes.String, false, actionsDoc()),
 	col(ColReason, arrow.BinaryTypes.String, true, "why the action was taken; null when there is nothing to explain"),
 	col(ColDeletedAt, tsType, true, "the marker's deleted_at; null without a readable marker"),
 	col(ColTTLMs, arrow.PrimitiveTypes.Int64, true, "the TTL applied, in milliseconds; null when unknown"),
@@ -55,6 +57,15 @@ var columns = []column{
 	col(ColError, arrow.BinaryTypes.String, true, "the error of a failed or conflict row; null otherwise"),
 	col(ColVersion, arrow.BinaryTypes.String, false, "version of the reaper that wrote the row"),
 	col(ColHost, arrow.BinaryTypes.String, false, "host name of the reaper that wrote the row"),
+}
+
+// actionsDoc lists the actions the column holds: the outcome vocabulary.
+func actionsDoc() string {
+	var as []string
+	for _, a := range outcome.Actions() {
+		as = append(as, string(a))
+	}
+	return strings.Join(as, ", ")
 }
 
 // Schema returns the Arrow schema of a ledger file.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // Outcome says what a purge did.
@@ -68,11 +69,11 @@ type PurgeResult struct {
 	Committed bool
 }
 
-// Lease outcomes of a purge (PurgeResult.Lease).
+// Lease outcomes of a purge (PurgeResult.Lease): the outcome vocabulary's.
 const (
-	LeaseAcquired  = "acquired"
-	LeaseContended = "contended"
-	LeaseError     = "error"
+	LeaseAcquired  = string(outcome.LeaseAcquired)
+	LeaseContended = string(outcome.LeaseContended)
+	LeaseError     = string(outcome.LeaseError)
 )
 
 // Purge reclaims a soft-deleted table whose marker is valid and due by the

@@ -4,22 +4,12 @@ package metrics
 // expects one of these; the series for each are created at zero by New so
 // rate() and absent() work from the first scrape.
 
-// Pass results for reaper_passes_total{result}.
-const (
-	PassSuccess     = "success"
-	PassPartial     = "partial"
-	PassFailed      = "failed"
-	PassInterrupted = "interrupted"
-)
-
-// Purge failure reasons for reaper_purge_failures_total{reason}.
-const (
-	FailureIO            = "io"
-	FailureInvalidMarker = "invalid_marker"
-	FailureFutureMarker  = "future_marker"
-	FailureLeaseLost     = "lease_lost"
-	FailureOther         = "other"
-)
+// Pass results (reaper_passes_total{result}), lease attempt results
+// (reaper_lock_acquisitions_total{result}), purge failure reasons
+// (reaper_purge_failures_total{reason}), skip reasons
+// (reaper_skipped_total{reason}) and root refusal reasons
+// (reaper_roots_refused_total{reason}) are the outcome package's values,
+// verbatim: the same words as the audit ledger and the purge JSON.
 
 // Table states for reaper_tables{root,state}.
 const (
@@ -30,29 +20,6 @@ const (
 	StateOrphanMarker  = "orphan_marker"
 	StateInvalidMarker = "invalid_marker"
 	StateHeld          = "held"
-)
-
-// Lock acquisition results for reaper_lock_acquisitions_total{result}.
-const (
-	LockAcquired  = "acquired"
-	LockContended = "contended"
-	LockError     = "error"
-)
-
-// Root refusal reasons for reaper_roots_refused_total{root,reason}.
-const (
-	RefusedBlastRadius = "blast_radius"
-	RefusedPaused      = "paused"
-	RefusedError       = "error"
-)
-
-// Skip reasons for reaper_skipped_total{reason}.
-const (
-	SkipNotDue   = "not_due"
-	SkipLocked   = "locked"
-	SkipHeld     = "held"
-	SkipShortTTL = "short_ttl"
-	SkipLimit    = "limit"
 )
 
 // Store operations for reaper_objstore_requests_total{op,code} and
@@ -98,13 +65,8 @@ const (
 )
 
 var (
-	passResults    = []string{PassSuccess, PassPartial, PassFailed, PassInterrupted}
-	failureReasons = []string{FailureIO, FailureInvalidMarker, FailureFutureMarker, FailureLeaseLost, FailureOther}
-	tableStates    = []string{StateLive, StateSoftDeleted, StateDue, StateOverdue, StateOrphanMarker, StateInvalidMarker, StateHeld}
-	lockResults    = []string{LockAcquired, LockContended, LockError}
-	refusalReasons = []string{RefusedBlastRadius, RefusedPaused, RefusedError}
-	skipReasons    = []string{SkipNotDue, SkipLocked, SkipHeld, SkipShortTTL, SkipLimit}
-	storeOps       = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
-	storeCodes     = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
-	s3Operations   = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}
+	tableStates  = []string{StateLive, StateSoftDeleted, StateDue, StateOverdue, StateOrphanMarker, StateInvalidMarker, StateHeld}
+	storeOps     = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
+	storeCodes   = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
+	s3Operations = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}
 )

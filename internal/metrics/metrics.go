@@ -26,10 +26,13 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 const namespace = "reaper"
@@ -99,7 +102,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		rootOldest: make(map[string]time.Time),
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "passes_total",
-			Help: "Purge passes finished, by result (success, partial, failed, interrupted).",
+			Help: "Purge passes finished, by result (" + join(outcome.Results()) + ").",
 		}, []string{"result"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "last_success_timestamp_seconds",
@@ -116,7 +119,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}),
 		purgeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "purge_failures_total",
-			Help: "Table purges that failed, by reason (io, invalid_marker, future_marker, lease_lost, other).",
+			Help: "Tables that failed, by reason (" + join(outcome.FailureReasons()) + ").",
 		}, []string{"reason"}),
 		purgeConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "purge_conflicts_total",
@@ -149,15 +152,15 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}, []string{"op"}),
 		lockAcquisition: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "lock_acquisitions_total",
-			Help: "Lease lock acquisition attempts by result (acquired, contended, error).",
+			Help: "Lease lock acquisition attempts by result (" + join(outcome.Leases()) + ").",
 		}, []string{"result"}),
 		rootsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "roots_refused_total",
-			Help: "Passes over a root refused before deleting anything, by reason (blast_radius, paused, error).",
+			Help: "Passes over a root refused before deleting anything, by reason (" + join(outcome.RefusalReasons()) + ").",
 		}, []string{"root", "reason"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "skipped_total",
-			Help: "Tables skipped by a pass, by reason (not_due, locked, held, short_ttl, limit).",
+			Help: "Tables skipped or held by a pass, by reason (" + join(outcome.SkipReasons()) + ").",
 		}, []string{"reason"}),
 		s3Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "s3_http_requests_total",
@@ -184,17 +187,17 @@ func (m *Metrics) collectors() []prometheus.Collector {
 // series appear when a root is first reported; with per-root labels off the
 // aggregated ones exist from the start.
 func (m *Metrics) precreate() {
-	for _, v := range passResults {
-		m.passes.WithLabelValues(v)
+	for _, v := range outcome.Results() {
+		m.passes.WithLabelValues(string(v))
 	}
-	for _, v := range failureReasons {
-		m.purgeFailures.WithLabelValues(v)
+	for _, v := range outcome.FailureReasons() {
+		m.purgeFailures.WithLabelValues(string(v))
 	}
-	for _, v := range lockResults {
-		m.lockAcquisition.WithLabelValues(v)
+	for _, v := range outcome.Leases() {
+		m.lockAcquisition.WithLabelValues(string(v))
 	}
-	for _, v := range skipReasons {
-		m.skipped.WithLabelValues(v)
+	for _, v := range outcome.SkipReasons() {
+		m.skipped.WithLabelValues(string(v))
 	}
 	for _, op := range storeOps {
 		m.storeDuration.WithLabelValues(op)
@@ -206,8 +209,8 @@ func (m *Metrics) precreate() {
 		for _, s := range tableStates {
 			m.tables.WithLabelValues(AllRoots, s)
 		}
-		for _, r := range refusalReasons {
-			m.rootsRefused.WithLabelValues(AllRoots, r)
+		for _, r := range outcome.RefusalReasons() {
+			m.rootsRefused.WithLabelValues(AllRoots, string(r))
 		}
 	}
 }
@@ -228,4 +231,13 @@ func (m *Metrics) RootLabel(root string) string {
 		return AllRoots
 	}
 	return root
+}
+
+// join lists label values for a help text.
+func join[T ~string](vs []T) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return strings.Join(out, ", ")
 }

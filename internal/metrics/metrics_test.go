@@ -7,18 +7,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // exercise touches every metric once, so lint sees all of them.
 func exercise(m *Metrics) {
-	m.PassFinished(PassSuccess, 90*time.Second, time.Unix(1700000000, 0))
+	m.PassFinished(outcome.ResultSuccess, 90*time.Second, time.Unix(1700000000, 0))
 	m.TablePurged()
 	m.Deleted(3, 300)
-	m.PurgeFailed(FailureIO)
+	m.PurgeFailed(outcome.ReasonIO)
 	m.PurgeConflict()
-	m.LockAcquisition(LockAcquired)
-	m.RootRefused("s3://bucket/a", RefusedPaused)
-	m.Skipped(SkipNotDue, 2)
+	m.LockAcquisition(outcome.LeaseAcquired)
+	m.RootRefused("s3://bucket/a", outcome.ReasonPaused)
+	m.Skipped(outcome.ReasonNotDue, 2)
 	m.SetRootTables("s3://bucket/a", map[string]int{StateLive: 4, StateDue: 1})
 	m.SetOldestDueMarker("s3://bucket/a", time.Unix(1600000000, 0))
 	m.s3Requests.WithLabelValues(S3GetObject, "200").Inc()
@@ -46,9 +48,9 @@ func TestPrecreatedAtZero(t *testing.T) {
 	t.Parallel()
 	m := New(prometheus.NewRegistry(), Options{})
 	require.Equal(t, 4, testutil.CollectAndCount(m.passes))
-	require.Equal(t, 5, testutil.CollectAndCount(m.purgeFailures))
+	require.Equal(t, len(outcome.FailureReasons()), testutil.CollectAndCount(m.purgeFailures))
 	require.Equal(t, 3, testutil.CollectAndCount(m.lockAcquisition))
-	require.Equal(t, 5, testutil.CollectAndCount(m.skipped))
+	require.Equal(t, len(outcome.SkipReasons()), testutil.CollectAndCount(m.skipped))
 	require.Equal(t, 3, testutil.CollectAndCount(m.rootsRefused))
 	require.Equal(t, 7, testutil.CollectAndCount(m.tables))
 	require.Equal(t, 10*5, testutil.CollectAndCount(m.storeRequests))
@@ -78,14 +80,14 @@ func TestRegistriesAreIndependent(t *testing.T) {
 func TestNilReceiver(t *testing.T) {
 	t.Parallel()
 	var m *Metrics
-	m.PassFinished(PassFailed, time.Second, time.Now())
+	m.PassFinished(outcome.ResultFailed, time.Second, time.Now())
 	m.TablePurged()
 	m.Deleted(1, 1)
-	m.PurgeFailed(FailureOther)
+	m.PurgeFailed(outcome.ReasonNotFound)
 	m.PurgeConflict()
-	m.LockAcquisition(LockError)
-	m.RootRefused("r", RefusedError)
-	m.Skipped(SkipLimit, 1)
+	m.LockAcquisition(outcome.LeaseError)
+	m.RootRefused("r", outcome.ReasonRootError)
+	m.Skipped(outcome.ReasonLimit, 1)
 	m.SetRootTables("r", nil)
 	m.SetOldestDueMarker("r", time.Now())
 	m.ForgetRoot("r")
@@ -97,21 +99,21 @@ func TestNilReceiver(t *testing.T) {
 func TestPassFinished(t *testing.T) {
 	t.Parallel()
 	m := New(prometheus.NewRegistry(), Options{})
-	m.PassFinished(PassPartial, 2*time.Minute, time.Unix(100, 0))
+	m.PassFinished(outcome.ResultPartial, 2*time.Minute, time.Unix(100, 0))
 	require.Zero(t, testutil.ToFloat64(m.lastSuccess), "partial is not success")
-	m.PassFinished(PassSuccess, time.Minute, time.Unix(200, 500_000_000))
+	m.PassFinished(outcome.ResultSuccess, time.Minute, time.Unix(200, 500_000_000))
 	require.Equal(t, 200.5, testutil.ToFloat64(m.lastSuccess))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues(PassPartial)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues(PassSuccess)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues(string(outcome.ResultPartial))))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues(string(outcome.ResultSuccess))))
 	require.Equal(t, 1, testutil.CollectAndCount(m.passDuration))
 
 	m.Deleted(10, 4096)
 	m.Deleted(1, 1)
 	require.Equal(t, 11.0, testutil.ToFloat64(m.objectsDeleted))
 	require.Equal(t, 4097.0, testutil.ToFloat64(m.bytesReclaimed))
-	m.Skipped(SkipHeld, 0)
-	m.Skipped(SkipHeld, 3)
-	require.Equal(t, 3.0, testutil.ToFloat64(m.skipped.WithLabelValues(SkipHeld)))
+	m.Skipped(outcome.ReasonHeld, 0)
+	m.Skipped(outcome.ReasonHeld, 3)
+	require.Equal(t, 3.0, testutil.ToFloat64(m.skipped.WithLabelValues(string(outcome.ReasonHeld))))
 }
 
 func TestRootTablesAggregated(t *testing.T) {
@@ -142,8 +144,8 @@ func TestRootTablesAggregated(t *testing.T) {
 	require.Equal(t, 7, testutil.CollectAndCount(m.tables), "aggregated series stay, at zero")
 	require.Equal(t, 0.0, testutil.ToFloat64(m.tables.WithLabelValues(AllRoots, StateLive)))
 
-	m.RootRefused("s3://b/x", RefusedBlastRadius)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rootsRefused.WithLabelValues(AllRoots, RefusedBlastRadius)))
+	m.RootRefused("s3://b/x", outcome.ReasonBlastRadius)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rootsRefused.WithLabelValues(AllRoots, string(outcome.ReasonBlastRadius))))
 }
 
 func TestRootTablesPerRoot(t *testing.T) {
@@ -164,8 +166,8 @@ func TestRootTablesPerRoot(t *testing.T) {
 	require.Equal(t, 7, testutil.CollectAndCount(m.tables))
 	require.Equal(t, 0, testutil.CollectAndCount(m.oldestDue))
 
-	m.RootRefused("s3://b/y", RefusedError)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rootsRefused.WithLabelValues("s3://b/y", RefusedError)))
+	m.RootRefused("s3://b/y", outcome.ReasonRootError)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rootsRefused.WithLabelValues("s3://b/y", string(outcome.ReasonRootError))))
 
 	m.ResetRootTables()
 	require.Equal(t, 0, testutil.CollectAndCount(m.tables))

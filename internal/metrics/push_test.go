@@ -13,13 +13,15 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 func TestPush(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := New(reg, Options{})
-	m.PassFinished(PassSuccess, time.Minute, time.Unix(1700000000, 0))
+	m.PassFinished(outcome.ResultSuccess, time.Minute, time.Unix(1700000000, 0))
 
 	type got struct {
 		method, path string

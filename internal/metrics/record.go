@@ -1,17 +1,20 @@
 package metrics
 
-import "time"
+import (
+	"time"
 
-// PassFinished records one pass: its result (PassSuccess, PassPartial,
-// PassFailed, PassInterrupted) and duration; a successful pass also sets
-// reaper_last_success_timestamp_seconds to end.
-func (m *Metrics) PassFinished(result string, d time.Duration, end time.Time) {
+	"github.com/lance-reaper/reaper/internal/outcome"
+)
+
+// PassFinished records one pass: its result and duration; a successful
+// pass also sets reaper_last_success_timestamp_seconds to end.
+func (m *Metrics) PassFinished(result outcome.Result, d time.Duration, end time.Time) {
 	if m == nil {
 		return
 	}
-	m.passes.WithLabelValues(result).Inc()
+	m.passes.WithLabelValues(string(result)).Inc()
 	m.passDuration.Observe(d.Seconds())
-	if result == PassSuccess {
+	if result == outcome.ResultSuccess {
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
 	}
 }
@@ -34,13 +37,12 @@ func (m *Metrics) Deleted(objects int, bytes int64) {
 	m.bytesReclaimed.Add(float64(bytes))
 }
 
-// PurgeFailed counts a failed table purge (FailureIO, FailureInvalidMarker,
-// FailureFutureMarker, FailureLeaseLost, FailureOther).
-func (m *Metrics) PurgeFailed(reason string) {
+// PurgeFailed counts a failed table, by its reason (outcome.FailureReasons).
+func (m *Metrics) PurgeFailed(reason outcome.Reason) {
 	if m == nil {
 		return
 	}
-	m.purgeFailures.WithLabelValues(reason).Inc()
+	m.purgeFailures.WithLabelValues(string(reason)).Inc()
 }
 
 // PurgeConflict counts a purge abandoned because the table changed.
@@ -51,29 +53,27 @@ func (m *Metrics) PurgeConflict() {
 	m.purgeConflicts.Inc()
 }
 
-// LockAcquisition counts a lease attempt (LockAcquired, LockContended,
-// LockError).
-func (m *Metrics) LockAcquisition(result string) {
+// LockAcquisition counts a lease attempt by its result (outcome.Leases).
+func (m *Metrics) LockAcquisition(result outcome.Lease) {
 	if m == nil {
 		return
 	}
-	m.lockAcquisition.WithLabelValues(result).Inc()
+	m.lockAcquisition.WithLabelValues(string(result)).Inc()
 }
 
-// RootRefused counts a refused pass over root (RefusedBlastRadius,
-// RefusedPaused, RefusedError). root must be a URI without secrets.
-func (m *Metrics) RootRefused(root, reason string) {
+// RootRefused counts a pass over root that purged nothing, by its reason
+// (outcome.RefusalReasons). root must be a URI without secrets.
+func (m *Metrics) RootRefused(root string, reason outcome.Reason) {
 	if m == nil {
 		return
 	}
-	m.rootsRefused.WithLabelValues(m.RootLabel(root), reason).Inc()
+	m.rootsRefused.WithLabelValues(m.RootLabel(root), string(reason)).Inc()
 }
 
-// Skipped counts n tables skipped for reason (SkipNotDue, SkipLocked,
-// SkipHeld, SkipShortTTL, SkipLimit).
-func (m *Metrics) Skipped(reason string, n int) {
+// Skipped counts n tables skipped or held, by reason (outcome.SkipReasons).
+func (m *Metrics) Skipped(reason outcome.Reason, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.skipped.WithLabelValues(reason).Add(float64(n))
+	m.skipped.WithLabelValues(string(reason)).Add(float64(n))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // pausePass wraps root 0 of f in a Pauser and returns it.
@@ -89,7 +90,7 @@ func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
 			frozen.Release()
 			rep := <-done
 			require.Equal(t, "failed/lease_lost", byTable(rep, 0)["big"])
-			require.Equal(t, "partial", rep.Result(), "a lost lease is not a success")
+			require.Equal(t, outcome.ResultPartial, rep.Result(), "a lost lease is not a success")
 			require.Positive(t, rep.Totals().Failed)
 
 			f.stores[f.uris[0]] = p.Unwrap()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // Report is the outcome of one pass.
@@ -31,7 +32,7 @@ type RootReport struct {
 	Started   time.Time
 	Finished  time.Time
 	Plan      PlanSummary
-	Refused   string // ReasonPaused or ReasonBlastRadius when nothing was purged
+	Refused   outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
 	Decisions []Decision
 	Err       error
 }
@@ -108,17 +109,17 @@ func (r *Report) Totals() Totals {
 			t.Objects += d.Objects
 			t.Bytes += d.Bytes
 			switch d.Action {
-			case ActionPurged:
+			case outcome.Purged:
 				t.Purged++
-			case ActionDryRun:
+			case outcome.DryRun:
 				t.DryRun++
-			case ActionFailed:
+			case outcome.Failed:
 				t.Failed++
-			case ActionConflict:
+			case outcome.Conflict:
 				t.Conflicts++
-			case ActionHeld:
+			case outcome.Held:
 				t.Held++
-			case ActionRefused:
+			case outcome.Refused:
 				t.Refused++
 			default:
 				t.Skipped++
@@ -128,17 +129,16 @@ func (r *Report) Totals() Totals {
 	return t
 }
 
-// Result is the pass's label for reaper_passes_total: success, partial
-// (some table or root failed), failed (every root failed) or interrupted.
-func (r *Report) Result() string {
+// Result is the pass's verdict, reaper_passes_total's result label.
+func (r *Report) Result() outcome.Result {
 	t := r.Totals()
 	switch {
 	case r.Err != nil || (len(r.Roots) > 0 && t.RootErrors == len(r.Roots)):
-		return "failed"
+		return outcome.ResultFailed
 	case r.Interrupted:
-		return "interrupted"
+		return outcome.ResultInterrupted
 	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0:
-		return "partial"
+		return outcome.ResultPartial
 	}
-	return "success"
+	return outcome.ResultSuccess
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // PauseKey is the per-root pause switch: while <root>/_reaper/PAUSE exists
@@ -195,61 +196,38 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 
 	for _, s := range plan.Unpurgeable {
 		if s.State == lifecycle.StateExists {
-			p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: ReasonLive, Status: s,
+			p.decide(rr, Decision{Table: s.Name, Action: outcome.Failed, Reason: outcome.ReasonLive, Status: s,
 				Detail: fmt.Sprintf("table is live (no marker %s): drop it first with 'reaper drop'", lifecycle.MarkerKey(s.Name))})
 		} else {
-			p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: ReasonNotFound, Status: s,
+			p.decide(rr, Decision{Table: s.Name, Action: outcome.Failed, Reason: outcome.ReasonNotFound, Status: s,
 				Detail: "table not found: no data and no marker"})
 		}
 	}
 	for _, s := range plan.Held {
-		p.decide(rr, Decision{Table: s.Name, Action: ActionHeld, Reason: ReasonHeld, Detail: "legal hold: " + s.Hold.Reason, Status: s})
+		p.decide(rr, Decision{Table: s.Name, Action: outcome.Held, Reason: outcome.ReasonHeld, Detail: "legal hold: " + s.Hold.Reason, Status: s})
 	}
 	for _, s := range plan.Invalid {
-		reason := ReasonInvalidMarker
+		reason := outcome.ReasonInvalidMarker
 		switch {
 		case s.State == lifecycle.StateUnreadable:
-			reason = ReasonIO
+			reason = outcome.ReasonIO
 		case s.State == lifecycle.StateNotATable:
-			reason = ReasonNotATable
+			reason = outcome.ReasonNotATable
 		case s.FutureDated:
-			reason = ReasonFutureMarker
+			reason = outcome.ReasonFutureMarker
 		}
-		p.decide(rr, Decision{Table: s.Name, Action: ActionFailed, Reason: reason, Detail: s.Problem, Status: s})
+		p.decide(rr, Decision{Table: s.Name, Action: outcome.Failed, Reason: reason, Detail: s.Problem, Status: s})
 	}
 	for _, s := range plan.Busy {
-		p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonLocked, Detail: "lease held by " + s.Lease.Owner, Status: s})
+		p.decide(rr, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonLocked, Detail: "lease held by " + s.Lease.Owner, Status: s})
 	}
 	for _, s := range plan.NotDue {
-		p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonNotDue,
+		p.decide(rr, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonNotDue,
 			Detail: "not due until " + s.PurgeAfter.UTC().Format(time.RFC3339), Status: s})
 	}
-	var due []lifecycle.TableStatus
-	for _, s := range plan.Due {
-		// A committed purge is finished whatever the rails said: it passed
-		// them when it committed, and the table is partly gone.
-		if s.TTL < cfg.Safety.MinTTL.D() && !cfg.Safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker && s.Commit == nil {
-			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonShortTTL, Status: s,
-				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; set safety.allow_short_ttl to purge it", s.TTL, cfg.Safety.MinTTL.D())})
-			continue
-		}
-		due = append(due, s)
-	}
-	if paused, why := p.paused(ctx, ns); paused {
-		rr.Refused = ReasonPaused
-		log.Warn("root paused: nothing purged", "why", why, "due", len(due))
-		for _, s := range due {
-			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonPaused, Detail: why, Status: s})
-		}
-		return rr
-	}
-	if why := blastRadius(cfg.Safety, uncommitted(due), rr.Plan.Tables); why != "" {
-		rr.Refused = ReasonBlastRadius
-		log.Error("ROOT REFUSED: blast radius exceeded; nothing purged. Raise safety.blast_radius_* or set safety.confirm_blast_radius for one pass after checking the drops",
-			"due", len(due), "tables", rr.Plan.Tables, "why", why)
-		for _, s := range due {
-			p.decide(rr, Decision{Table: s.Name, Action: ActionRefused, Reason: ReasonBlastRadius, Detail: why, Status: s})
-		}
+	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety}
+	due := applyRootRails(rc, plan.Due)
+	if rr.Refused != "" {
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
@@ -263,85 +241,26 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	return rr
 }
 
-// paused reports the config switch or the root's PAUSE object (file or
-// folder form). An error reading it pauses too: fail closed.
-func (p *pass) paused(ctx context.Context, ns *lifecycle.Namespace) (bool, string) {
-	if p.w.Config.Paused {
-		return true, "paused by configuration (paused: true / REAPER_PAUSED / --paused)"
-	}
-	why, err := ns.Paused(ctx)
-	switch {
-	case err != nil:
-		return true, "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
-	case why != "":
-		return true, why
-	}
-	return false, ""
-}
-
-// uncommitted counts the due tables whose purge has not committed yet:
-// the blast radius guards decisions still to be taken.
-func uncommitted(due []lifecycle.TableStatus) int {
-	n := 0
-	for _, s := range due {
-		if s.Commit == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// blastRadius returns why a root must be refused, or "".
-func blastRadius(s config.Safety, due, tables int) string {
-	if s.ConfirmBlastRadius || due == 0 {
-		return ""
-	}
-	if s.BlastRadiusMaxTables > 0 && due > s.BlastRadiusMaxTables {
-		return fmt.Sprintf("%d tables due, more than safety.blast_radius_max_tables (%d)", due, s.BlastRadiusMaxTables)
-	}
-	if s.BlastRadiusMaxPercent > 0 && tables >= s.BlastRadiusMinTables && tables > 0 {
-		if pct := 100 * float64(due) / float64(tables); pct > s.BlastRadiusMaxPercent {
-			return fmt.Sprintf("%d of %d tables due (%.0f%%), more than safety.blast_radius_max_percent (%.0f%%)", due, tables, pct, s.BlastRadiusMaxPercent)
-		}
-	}
-	return ""
-}
-
 // purgeAll purges the due tables, oldest first, with bounded concurrency.
 func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, due []lifecycle.TableStatus, log *slog.Logger) {
 	conc := max(1, p.w.Config.Limits.TableConcurrency)
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
-	for i, s := range due {
-		// Wait for a slot first, so draining is judged when the table would
-		// really start.
+	for _, s := range due {
+		// Wait for a slot first, so the start rails (draining above all)
+		// judge the table when it would really start.
 		sem <- struct{}{}
-		if p.draining() || ctx.Err() != nil {
+		t := &ticket{status: s}
+		if d, held := applyStartRails(ctx, p, t); held {
 			<-sem
-			if p.draining() {
-				p.rep.Interrupted = true
-			}
-			why := "shutdown: not started; the next pass purges it"
-			if errors.Is(context.Cause(ctx), errPassDeadline) {
-				why = "limits.max_pass_duration reached: not started; the next pass purges it"
-			}
-			for _, s := range due[i:] {
-				p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonLimit, Detail: why, Status: s})
-			}
-			break
-		}
-		maxObjects, ok := p.budget.takeTable(p.w.Config.Limits.MaxObjectsPerTable)
-		if !ok {
-			<-sem
-			p.decide(rr, Decision{Table: s.Name, Action: ActionSkipped, Reason: ReasonLimit, Status: s,
-				Detail: "pass limit reached (limits.max_tables_per_pass / max_objects_per_pass); the next pass purges it"})
+			p.decide(rr, d)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			d := p.purgeOne(ctx, ns, s, maxObjects, log.With("table", s.Name))
+			d := p.purgeOne(ctx, ns, s, t.maxObjects, log.With("table", s.Name))
 			p.budget.spend(d.Objects)
 			p.decide(rr, d)
 		}()
@@ -376,8 +295,11 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)
+	if d.Reason == outcome.ReasonInterrupted {
+		d.Reason = stopReason(ctx, d.Reason)
+	}
 	d.Err = err
-	if d.Action == ActionFailed {
+	if d.Action == outcome.Failed {
 		span.RecordError(err)
 		log.Error("purge failed", "reason", d.Reason, "err", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
@@ -132,7 +133,7 @@ func (r *recorder) PassFinished(*Report)              { r.mu.Lock(); r.finished+
 func byTable(rep *Report, root int) map[string]string {
 	out := map[string]string{}
 	for _, d := range rep.Roots[root].Decisions {
-		out[d.Table] = string(d.Action) + "/" + d.Reason
+		out[d.Table] = string(d.Action) + "/" + string(d.Reason)
 	}
 	return out
 }
@@ -163,7 +164,7 @@ func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
 			tot := rep.Totals()
 			require.Equal(t, 2, tot.Purged)
 			require.Equal(t, int64(5+4), tot.Objects)
-			require.Equal(t, "partial", rep.Result(), "an invalid marker makes the pass partial")
+			require.Equal(t, outcome.ResultPartial, rep.Result(), "an invalid marker makes the pass partial")
 			require.Empty(t, f.keys(0, "old."))
 			require.NotEmpty(t, f.keys(0, "fresh.lance/"))
 			require.NotEmpty(t, f.keys(0, "live.lance/"))
@@ -189,7 +190,7 @@ func TestUnreadableMarkerFailsOnlyItsTable(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rep.Roots[0].Err)
 	require.Equal(t, map[string]string{"old": "purged/due", "denied": "failed/io"}, byTable(rep, 0))
-	require.Equal(t, "partial", rep.Result())
+	require.Equal(t, outcome.ResultPartial, rep.Result())
 	require.Empty(t, f.keys(0, "old."))
 	require.Len(t, f.keys(0, "denied."), 1+4, "marker and data kept")
 	require.Equal(t, 1, f.rec.planned[0].InvalidMarker, "counted where an operator looks")
@@ -232,7 +233,7 @@ func TestBlastRadiusRefusesRoot(t *testing.T) {
 			tc.set(&cfg.Safety)
 			rep, err := f.worker(cfg, 8*day).Pass(context.Background(), nil)
 			require.NoError(t, err)
-			require.Equal(t, ReasonBlastRadius, rep.Roots[0].Refused)
+			require.Equal(t, outcome.ReasonBlastRadius, rep.Roots[0].Refused)
 			require.Equal(t, 8, rep.Totals().Refused)
 			require.Len(t, f.keys(0, ""), 12*2+8, "nothing deleted")
 		})
@@ -334,8 +335,8 @@ func TestDrainingStartsNoNewTable(t *testing.T) {
 	require.Equal(t, 2, tot.Purged)
 	require.Equal(t, 3, tot.Skipped)
 	for _, d := range rep.Roots[0].Decisions {
-		if d.Action == ActionSkipped {
-			require.Contains(t, d.Detail, "shutdown")
+		if d.Action == outcome.Skipped {
+			require.Equal(t, outcome.ReasonShutdown, d.Reason)
 		}
 	}
 	rep, err = f.worker(cfg, 8*day).Pass(context.Background(), nil)
@@ -356,9 +357,9 @@ func TestCancelMidPurgeLeavesAResumableState(t *testing.T) {
 	cfg.Limits.DeleteConcurrency = 1
 	rep, err := f.worker(cfg, 8*day).Pass(ctx, nil)
 	require.NoError(t, err)
-	require.Equal(t, "skipped/interrupted", byTable(rep, 0)["big"])
+	require.Equal(t, "skipped/shutdown", byTable(rep, 0)["big"])
 	require.True(t, rep.Interrupted)
-	require.Equal(t, "interrupted", rep.Result())
+	require.Equal(t, outcome.ResultInterrupted, rep.Result())
 	_, err = inner.Head(context.Background(), "big.deleted")
 	require.NoError(t, err, "marker kept")
 	_, err = inner.Head(context.Background(), lifecycle.LockKey("big"))

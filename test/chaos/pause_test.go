@@ -17,9 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
-	"github.com/lance-reaper/reaper/internal/worker"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // TestPauseLocal stops a running `reaper purge` (A) with SIGSTOP at a seeded
@@ -545,7 +544,7 @@ func (pr *pausedRun) checkLedger(aPass string) {
 	rows := ledgerRows(t, pr.audit)
 	purged := map[string]int{}
 	for _, row := range rows {
-		if row.Action == ledger.ActionPurged {
+		if row.Action == string(outcome.Purged) {
 			purged[row.Table]++
 		}
 	}
@@ -563,8 +562,8 @@ func (pr *pausedRun) checkLedger(aPass string) {
 		}
 		aRows++
 		if slices.Contains(pr.lost, row.Table) {
-			require.Equal(t, ledger.ActionFailed, row.Action, "%s: A's row for %s: %+v", pr.where, row.Table, row)
-			require.True(t, strings.HasPrefix(row.Reason, worker.ReasonLeaseLost), "%s: A's row for %s: %+v", pr.where, row.Table, row)
+			require.Equal(t, string(outcome.Failed), row.Action, "%s: A's row for %s: %+v", pr.where, row.Table, row)
+			require.True(t, strings.HasPrefix(row.Reason, string(outcome.ReasonLeaseLost)), "%s: A's row for %s: %+v", pr.where, row.Table, row)
 		}
 	}
 	require.Positive(t, aRows, "%s: no ledger row of A's pass %s", pr.where, aPass)

@@ -12,9 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/worker"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // TestReplicas runs three `reaper purge` processes at once over the same
@@ -166,19 +165,20 @@ func replicaRound(t *testing.T, seed uint64, offsets [replicas]time.Duration, sk
 	}
 	for _, row := range rows {
 		passes[row.PassID] = row.Started
-		reason, _, _ := strings.Cut(row.Reason, ":") // "<reason>: <detail>"
-		actions[row.Action+"/"+reason]++
+		r, _, _ := strings.Cut(row.Reason, ":") // "<reason>: <detail>"
+		reason := outcome.Reason(r)
+		actions[row.Action+"/"+r]++
 		k := kinds[row.Root+" "+row.Table]
-		switch row.Action {
-		case ledger.ActionFailed:
+		switch outcome.Action(row.Action) {
+		case outcome.Failed:
 			require.Equal(t, kindLink, k, "seed %d: failed row: %+v", seed, row)
-			require.Equal(t, worker.ReasonNotATable, reason, "seed %d: row %+v", seed, row)
-		case ledger.ActionSkipped:
-			require.Contains(t, []string{worker.ReasonLocked, worker.ReasonNotDue}, reason, "seed %d: row %+v", seed, row)
-			if reason == worker.ReasonNotDue {
+			require.Equal(t, outcome.ReasonNotATable, reason, "seed %d: row %+v", seed, row)
+		case outcome.Skipped:
+			require.Contains(t, []outcome.Reason{outcome.ReasonLocked, outcome.ReasonNotDue}, reason, "seed %d: row %+v", seed, row)
+			if reason == outcome.ReasonNotDue {
 				require.Equal(t, kindNotDue, k, "seed %d: a due table judged not due (by a host's clock?): %+v", seed, row)
 			}
-		case ledger.ActionPurged:
+		case outcome.Purged:
 			require.True(t, k.purgeable(), "seed %d: %s (%s) purged: %+v", seed, row.Table, k, row)
 			purged[row.Root+" "+row.Table]++
 		}

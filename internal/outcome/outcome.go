@@ -1,0 +1,139 @@
+// Package outcome is reaper's one vocabulary for what a pass did: the
+// action taken on each table, the reason for it and the result of the pass.
+// The same strings are the worker's decisions, the audit ledger's action and
+// reason columns, the reaper_* metric label values and the codes in the
+// purge JSON, so a value seen in one place can be searched for in the others.
+//
+// It is a leaf package (it imports nothing of reaper's) so the worker, the
+// ledger and the metrics can all use it without importing one another.
+// Values are stable: dashboards, alerts and ledgers outlive releases.
+package outcome
+
+// Action is what a pass did with one table: the ledger's action column.
+type Action string
+
+const (
+	// Purged: the table's files and marker were deleted.
+	Purged Action = "purged"
+	// Skipped: kept for now (not due, locked, a rail or a limit); a later
+	// pass looks again.
+	Skipped Action = "skipped"
+	// DryRun: the table was due and would have been purged.
+	DryRun Action = "dry_run"
+	// Failed: the table needs an operator, or its purge returned an error.
+	Failed Action = "failed"
+	// Conflict: another writer (a revive, another reaper) won a race;
+	// nothing was deleted.
+	Conflict Action = "conflict"
+	// Held: a legal hold kept a due table.
+	Held Action = "held"
+	// Refused: a safety rail refused the whole root (blast radius).
+	Refused Action = "refused"
+)
+
+// Actions lists every action, in the order above.
+func Actions() []Action {
+	return []Action{Purged, Skipped, DryRun, Failed, Conflict, Held, Refused}
+}
+
+// Reason says why an action was taken. Reasons are short and stable:
+// metric labels, ledger values and purge JSON codes.
+type Reason string
+
+// Reasons of purged and dry_run tables.
+const (
+	ReasonDue          Reason = "due"
+	ReasonOrphanMarker Reason = "orphan_marker"
+)
+
+// Reasons of skipped (and held) tables: reaper_skipped_total{reason}.
+const (
+	ReasonNotDue   Reason = "not_due"
+	ReasonLocked   Reason = "locked"
+	ReasonHeld     Reason = "held"
+	ReasonShortTTL Reason = "short_ttl"
+	// ReasonLimit: limits.max_tables_per_pass or max_objects_per_pass spent.
+	ReasonLimit Reason = "limit"
+	// ReasonPartial: the table's object budget ran out mid-purge.
+	ReasonPartial Reason = "partial"
+	ReasonPaused  Reason = "paused"
+	// ReasonShutdown: the pass was stopped (SIGTERM, SIGINT, a cancelled
+	// context) before or while the table was purged.
+	ReasonShutdown Reason = "shutdown"
+	// ReasonDeadline: limits.max_pass_duration ran out before or while the
+	// table was purged.
+	ReasonDeadline Reason = "deadline"
+	// ReasonInterrupted: the purge's own request gave up on a timeout
+	// while the pass went on; the next pass finishes it.
+	ReasonInterrupted Reason = "interrupted"
+)
+
+// Reasons of failed tables: reaper_purge_failures_total{reason}.
+const (
+	ReasonInvalidMarker Reason = "invalid_marker"
+	ReasonFutureMarker  Reason = "future_marker"
+	ReasonLeaseLost     Reason = "lease_lost"
+	ReasonIO            Reason = "io"
+	ReasonLive          Reason = "live"
+	ReasonNotFound      Reason = "not_found"
+	ReasonNotATable     Reason = "not_a_table"
+)
+
+// Reasons of a conflict and of refused roots
+// (reaper_roots_refused_total{reason}: blast_radius, paused, error).
+const (
+	ReasonConflict    Reason = "conflict"
+	ReasonBlastRadius Reason = "blast_radius"
+	// ReasonRootError: the root could not be opened or planned.
+	ReasonRootError Reason = "error"
+)
+
+// SkipReasons lists the reasons of skipped and held tables.
+func SkipReasons() []Reason {
+	return []Reason{ReasonNotDue, ReasonLocked, ReasonHeld, ReasonShortTTL, ReasonLimit, ReasonPartial,
+		ReasonPaused, ReasonShutdown, ReasonDeadline, ReasonInterrupted}
+}
+
+// FailureReasons lists the reasons of failed tables.
+func FailureReasons() []Reason {
+	return []Reason{ReasonIO, ReasonInvalidMarker, ReasonFutureMarker, ReasonLeaseLost, ReasonLive,
+		ReasonNotFound, ReasonNotATable}
+}
+
+// RefusalReasons lists why a whole root purged nothing.
+func RefusalReasons() []Reason {
+	return []Reason{ReasonBlastRadius, ReasonPaused, ReasonRootError}
+}
+
+// Result is a whole pass's verdict: reaper_passes_total{result}.
+type Result string
+
+const (
+	ResultSuccess Result = "success"
+	// ResultPartial: some table or root failed.
+	ResultPartial Result = "partial"
+	// ResultFailed: every root failed, or no root could be had.
+	ResultFailed Result = "failed"
+	// ResultInterrupted: shutdown stopped the pass early.
+	ResultInterrupted Result = "interrupted"
+)
+
+// Results lists every pass result.
+func Results() []Result {
+	return []Result{ResultSuccess, ResultPartial, ResultFailed, ResultInterrupted}
+}
+
+// Lease is how a purge's attempt at its table's lease went:
+// reaper_lock_acquisitions_total{result}.
+type Lease string
+
+const (
+	LeaseAcquired  Lease = "acquired"
+	LeaseContended Lease = "contended"
+	LeaseError     Lease = "error"
+)
+
+// Leases lists every lease attempt result.
+func Leases() []Lease {
+	return []Lease{LeaseAcquired, LeaseContended, LeaseError}
+}

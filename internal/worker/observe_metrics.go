@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/outcome"
+)
+
+// MetricsObserver turns a pass's events into reaper_* metrics. Reasons and
+// results are label values as they are: the outcome vocabulary.
+type MetricsObserver struct{ M *metrics.Metrics }
+
+var _ Observer = MetricsObserver{}
+
+func (MetricsObserver) PassStarted(*Report) {}
+
+func (o MetricsObserver) RootPlanned(_ *Report, rr *RootReport, _ lifecycle.Plan, _ time.Time) {
+	p := rr.Plan
+	o.M.SetRootTables(rr.Root, map[string]int{
+		metrics.StateLive: p.Live, metrics.StateSoftDeleted: p.SoftDeleted, metrics.StateDue: p.Due,
+		metrics.StateOverdue: p.Overdue, metrics.StateOrphanMarker: p.OrphanMarker,
+		metrics.StateInvalidMarker: p.InvalidMarker, metrics.StateHeld: p.Held,
+	})
+	o.M.SetOldestDueMarker(rr.Root, p.OldestDue)
+}
+
+func (o MetricsObserver) Decision(_ *Report, d Decision) {
+	if d.Lease != "" {
+		o.M.LockAcquisition(outcome.Lease(d.Lease))
+	}
+	switch d.Action {
+	case outcome.Purged:
+		o.M.TablePurged()
+	case outcome.Conflict:
+		o.M.PurgeConflict()
+	case outcome.Failed:
+		o.M.PurgeFailed(d.Reason)
+	case outcome.Skipped, outcome.Held:
+		o.M.Skipped(d.Reason, 1)
+		if d.Reason == outcome.ReasonLocked && d.Lease == "" {
+			// Found held when planning: contention too, though no
+			// acquisition was tried.
+			o.M.LockAcquisition(outcome.LeaseContended)
+		}
+	}
+	if d.Objects > 0 && d.Action != outcome.DryRun {
+		o.M.Deleted(int(d.Objects), d.Bytes)
+	}
+}
+
+func (o MetricsObserver) RootFinished(_ *Report, rr *RootReport) {
+	switch {
+	case rr.Err != nil:
+		o.M.RootRefused(rr.Root, outcome.ReasonRootError)
+	case rr.Refused != "":
+		o.M.RootRefused(rr.Root, rr.Refused)
+	}
+}
+
+func (o MetricsObserver) PassFinished(r *Report) {
+	o.M.PassFinished(r.Result(), r.Finished.Sub(r.Started), r.Finished)
+}

@@ -1,0 +1,216 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/outcome"
+)
+
+// The safety rails of a pass, in the order each pass applies them. A new
+// rail is one entry in one of these lists plus its tests (rails_test.go).
+//
+// Legal holds and invalid or future-dated markers are not here: lifecycle
+// keeps them out of a plan's due tables and checks them again under the
+// lease, and the pass only reports them.
+
+// rootRails run over a root's due tables after planning and before any
+// purge, each over the tables the rails before it let through.
+var rootRails = []rootRail{
+	{outcome.ReasonShortTTL, shortTTLRail},
+	{outcome.ReasonPaused, pauseRail},
+	{outcome.ReasonBlastRadius, blastRadiusRail},
+}
+
+// startRails run just before each table's purge starts; the first that
+// holds a table back decides it.
+var startRails = []startRail{
+	{outcome.ReasonShutdown, shutdownRail},
+	{outcome.ReasonDeadline, deadlineRail},
+	{outcome.ReasonLimit, budgetRail}, // last: it spends the budget
+}
+
+// rootRail holds back due tables of one root.
+type rootRail struct {
+	reason outcome.Reason
+	// apply returns the tables it lets through and the decision of each it
+	// holds back; refuse refuses the root, so no later rail runs and
+	// nothing is purged.
+	apply func(rc *railContext, due []lifecycle.TableStatus) (kept []lifecycle.TableStatus, held []Decision, refuse bool)
+}
+
+// startRail holds back one table about to start.
+type startRail struct {
+	reason outcome.Reason
+	// hold returns why the table must not start now, or "" to let it
+	// through; it may fill t with what it grants.
+	hold func(ctx context.Context, p *pass, t *ticket) string
+}
+
+// railContext is what the root rails see.
+type railContext struct {
+	ctx    context.Context
+	p      *pass
+	ns     *lifecycle.Namespace
+	rr     *RootReport
+	log    *slog.Logger
+	safety config.Safety
+}
+
+// ticket is what the start rails grant a table.
+type ticket struct {
+	status lifecycle.TableStatus
+	// maxObjects is the table's object budget (0 = unlimited).
+	maxObjects int64
+}
+
+// applyRootRails runs rootRails in order and returns the tables left to
+// purge; nil when a rail refused the root.
+func applyRootRails(rc *railContext, due []lifecycle.TableStatus) []lifecycle.TableStatus {
+	for _, r := range rootRails {
+		kept, held, refuse := r.apply(rc, due)
+		for _, d := range held {
+			if d.Reason == "" {
+				d.Reason = r.reason
+			}
+			rc.p.decide(rc.rr, d)
+		}
+		if refuse {
+			rc.rr.Refused = r.reason
+			return nil
+		}
+		due = kept
+	}
+	return due
+}
+
+// applyStartRails returns the decision of a table a start rail holds back,
+// or false when the table may start.
+func applyStartRails(ctx context.Context, p *pass, t *ticket) (Decision, bool) {
+	for _, r := range startRails {
+		if why := r.hold(ctx, p, t); why != "" {
+			return Decision{Table: t.status.Name, Action: outcome.Skipped, Reason: r.reason, Detail: why, Status: t.status}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// shortTTLRail skips markers whose TTL is below safety.min_ttl unless
+// safety.allow_short_ttl. A committed purge is finished whatever the
+// rails say: it passed them when it committed, and the table is partly
+// gone; an orphan marker has no data left to protect.
+func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
+	var kept []lifecycle.TableStatus
+	var held []Decision
+	floor := rc.safety.MinTTL.D()
+	for _, s := range due {
+		if s.TTL < floor && !rc.safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker && s.Commit == nil {
+			held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Status: s,
+				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; set safety.allow_short_ttl to purge it", s.TTL, floor)})
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept, held, false
+}
+
+// pauseRail refuses a paused root: the config switch or the root's PAUSE
+// object (file or folder form). An error reading it pauses too: fail
+// closed. Each purge also re-reads it before every batch.
+func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
+	why := ""
+	if rc.p.w.Config.Paused {
+		why = "paused by configuration (paused: true / REAPER_PAUSED / --paused)"
+	} else if w, err := rc.ns.Paused(rc.ctx); err != nil {
+		why = "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
+	} else {
+		why = w
+	}
+	if why == "" {
+		return due, nil, false
+	}
+	rc.log.Warn("root paused: nothing purged", "why", why, "due", len(due))
+	held := make([]Decision, 0, len(due))
+	for _, s := range due {
+		held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Detail: why, Status: s})
+	}
+	return nil, held, true
+}
+
+// blastRadiusRail refuses a root where too many tables are due at once:
+// a mass drop by mistake must not become a mass purge.
+func blastRadiusRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
+	why := blastRadius(rc.safety, uncommitted(due), rc.rr.Plan.Tables)
+	if why == "" {
+		return due, nil, false
+	}
+	rc.log.Error("ROOT REFUSED: blast radius exceeded; nothing purged. Raise safety.blast_radius_* or set safety.confirm_blast_radius for one pass after checking the drops",
+		"due", len(due), "tables", rc.rr.Plan.Tables, "why", why)
+	held := make([]Decision, 0, len(due))
+	for _, s := range due {
+		held = append(held, Decision{Table: s.Name, Action: outcome.Refused, Detail: why, Status: s})
+	}
+	return nil, held, true
+}
+
+// uncommitted counts the due tables whose purge has not committed yet:
+// the blast radius guards decisions still to be taken.
+func uncommitted(due []lifecycle.TableStatus) int {
+	n := 0
+	for _, s := range due {
+		if s.Commit == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// blastRadius returns why a root must be refused, or "".
+func blastRadius(s config.Safety, due, tables int) string {
+	if s.ConfirmBlastRadius || due == 0 {
+		return ""
+	}
+	if s.BlastRadiusMaxTables > 0 && due > s.BlastRadiusMaxTables {
+		return fmt.Sprintf("%d tables due, more than safety.blast_radius_max_tables (%d)", due, s.BlastRadiusMaxTables)
+	}
+	if s.BlastRadiusMaxPercent > 0 && tables >= s.BlastRadiusMinTables && tables > 0 {
+		if pct := 100 * float64(due) / float64(tables); pct > s.BlastRadiusMaxPercent {
+			return fmt.Sprintf("%d of %d tables due (%.0f%%), more than safety.blast_radius_max_percent (%.0f%%)", due, tables, pct, s.BlastRadiusMaxPercent)
+		}
+	}
+	return ""
+}
+
+// shutdownRail starts no table once shutdown has begun (draining, or the
+// pass's context cancelled); a drain marks the pass interrupted.
+func shutdownRail(ctx context.Context, p *pass, _ *ticket) string {
+	if p.draining() {
+		p.rep.Interrupted = true
+	} else if ctx.Err() == nil || errors.Is(context.Cause(ctx), errPassDeadline) {
+		return ""
+	}
+	return "not started; the next pass purges it"
+}
+
+// deadlineRail starts no table once limits.max_pass_duration is spent.
+func deadlineRail(ctx context.Context, _ *pass, _ *ticket) string {
+	if errors.Is(context.Cause(ctx), errPassDeadline) {
+		return "limits.max_pass_duration reached: not started; the next pass purges it"
+	}
+	return ""
+}
+
+// budgetRail reserves the table against limits.max_tables_per_pass and
+// max_objects_per_pass and grants its object budget.
+func budgetRail(_ context.Context, p *pass, t *ticket) string {
+	maxObjects, ok := p.budget.takeTable(p.w.Config.Limits.MaxObjectsPerTable)
+	if !ok {
+		return "pass limit reached (limits.max_tables_per_pass / max_objects_per_pass); the next pass purges it"
+	}
+	t.maxObjects = maxObjects
+	return ""
+}
