@@ -14,6 +14,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -30,18 +31,20 @@ type (
 	// values the audit ledger and the metrics use.
 	Decision = worker.Decision
 	// Action is what a pass did with one table.
-	Action = worker.Action
+	Action = outcome.Action
+	// Reason says why (Decision.Reason); docs/OUTCOMES.md lists them all.
+	Reason = outcome.Reason
 )
 
 // Actions of a pass (Decision.Action).
 const (
-	ActionPurged   = worker.ActionPurged
-	ActionSkipped  = worker.ActionSkipped
-	ActionDryRun   = worker.ActionDryRun
-	ActionFailed   = worker.ActionFailed
-	ActionConflict = worker.ActionConflict
-	ActionHeld     = worker.ActionHeld
-	ActionRefused  = worker.ActionRefused
+	ActionPurged   = outcome.Purged
+	ActionSkipped  = outcome.Skipped
+	ActionDryRun   = outcome.DryRun
+	ActionFailed   = outcome.Failed
+	ActionConflict = outcome.Conflict
+	ActionHeld     = outcome.Held
+	ActionRefused  = outcome.Refused
 )
 
 // Root is one database root of a pass: a URI as Open takes it and the

@@ -27,6 +27,8 @@ var layers = map[string]int{
 	"internal/objstore":  0,
 	"internal/objstore/": 0,
 	"model":              0, // the spin model of PROTOCOL.md; imports nothing
+	// The outcome vocabulary (actions, reasons, results) imports nothing.
+	"internal/outcome": 0,
 
 	// 1: services over a store: the lease, metrics and tracing.
 	"internal/lock":    1,

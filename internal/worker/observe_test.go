@@ -14,6 +14,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -80,7 +81,7 @@ func TestMetricsObserverUsesTheVocabulary(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, "local", 1)
+			f := newFixture(t, objstoretest.Local, 1)
 			f.table(0, "short", 1, 1, day)
 			f.table(0, "long", 1, 1, 3*day)
 			f.table(0, "fresh", 1, 1, 30*day)
@@ -133,7 +134,7 @@ func TestMetricsObserverUsesTheVocabulary(t *testing.T) {
 // The ledger stores the decision's action and reason as they are, the
 // reason followed by its detail.
 func TestLedgerObserverRows(t *testing.T) {
-	f := newFixture(t, "local", 1)
+	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "old", 1, 1, 3*day)
 	f.table(0, "fresh", 1, 1, 30*day)
 	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -87,7 +88,7 @@ func TestRootRails(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, "local", 1)
+			f := newFixture(t, objstoretest.Local, 1)
 			f.table(0, "a", 1, 1, day)
 			f.table(0, "b", 1, 1, 3*day)
 			f.table(0, "c", 1, 1, day)
@@ -194,7 +195,7 @@ func TestStartRails(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, "local", 1)
+			f := newFixture(t, objstoretest.Local, 1)
 			f.table(0, "a", 1, 1, 6*day) // due first
 			f.table(0, "b", 1, 1, 7*day)
 			rep := tc.run(f)
