@@ -3,14 +3,18 @@ package reaper_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/ledger"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -263,4 +267,50 @@ func TestPurgeRootsRailsAndBadOptions(t *testing.T) {
 		})
 	}
 	require.False(t, errors.Is(err, context.Canceled))
+}
+
+// A service's pass reports what the CLI's does: metrics in the caller's
+// registry and a row per decision in the audit ledger.
+func TestPurgeRootsMetricsAndLedger(t *testing.T) {
+	ctx := context.Background()
+	r := facadeRoot{Root: objstoretest.Local.NewRoot(t)}
+	objects := writeTable(t, r, "events", 3)
+	writeTable(t, r, "users", 1)
+	dropDue(t, openFacade(t, r), r, "events")
+	audit := filepath.Join(t.TempDir(), "audit")
+
+	reg := prometheus.NewRegistry()
+	rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{
+		Roots:      []reaper.Root{{URI: r.URI}},
+		Settings:   map[string]string{"safety.allow_short_ttl": "true", "audit.location": audit},
+		Registerer: reg,
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Totals().Purged)
+	require.Equal(t, 1.0, metricSum(t, reg, "reaper_tables_purged_total"))
+	require.Equal(t, float64(objects), metricSum(t, reg, "reaper_objects_deleted_total"))
+
+	as, err := local.Open(audit)
+	require.NoError(t, err)
+	rows, err := ledger.Read(ctx, as, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, "events", rows[0].Table)
+	require.Equal(t, string(reaper.ActionPurged), rows[0].Action)
+}
+
+// metricSum adds up every series of the counter name in reg.
+func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

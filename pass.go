@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
@@ -119,9 +122,21 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 	if opts.TracerProvider != nil {
 		w.Tracer = opts.TracerProvider.Tracer("github.com/lance-reaper/reaper")
 	}
-	if opts.OnDecision != nil {
-		w.Observer = decisionObserver{f: opts.OnDecision}
+	var obs worker.Observers
+	if so.Metrics != nil {
+		obs = append(obs, worker.MetricsObserver{M: so.Metrics})
 	}
+	if loc := cfg.Audit.Location; loc != "" {
+		ls, err := ledger.OpenLocation(ctx, loc, cfg.Audit.StorageOptions, so)
+		if err != nil {
+			return nil, fmt.Errorf("purge roots: audit.location %s: %w", loc, err)
+		}
+		obs = append(obs, worker.NewLedgerObserver(ls, opts.Logger, moduleVersion(), hostname()))
+	}
+	if opts.OnDecision != nil {
+		obs = append(obs, decisionObserver{f: opts.OnDecision})
+	}
+	w.Observer = obs
 	return w.Pass(ctx, nil)
 }
 
@@ -166,3 +181,21 @@ type decisionObserver struct {
 }
 
 func (o decisionObserver) Decision(_ *worker.Report, d worker.Decision) { o.f(d) }
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// moduleVersion is reaper's module version in the caller's build, for the
+// ledger's version column ("embedded" when the build does not say).
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/lance-reaper/reaper" && d.Version != "" {
+				return d.Version
+			}
+		}
+	}
+	return "embedded"
+}

@@ -128,6 +128,7 @@ var (
 const (
 	DefaultTTL           = lifecycle.DefaultTTL
 	DefaultSkewAllowance = lifecycle.DefaultSkewAllowance
+	DefaultLeaseTTL      = lifecycle.DefaultLeaseTTL
 )
 
 // Options configure Open. The zero value is ready to use.
@@ -141,6 +142,9 @@ type Options struct {
 	DefaultTTL time.Duration
 	// SkewAllowance for future-dated markers and the identity fence (5 min).
 	SkewAllowance time.Duration
+	// LeaseTTL is the length of the lifecycle lease revive and purge take
+	// (2 min); a holder renews it at a third of that.
+	LeaseTTL time.Duration
 	// Owner names this process in leases (host/pid when empty).
 	Owner string
 	// Logger for structured logs (slog.Default() when nil).
@@ -181,6 +185,7 @@ func Open(ctx context.Context, rootURI string, opts Options) (*Namespace, error)
 	ns, err := lifecycle.New(store, lifecycle.Options{
 		DefaultTTL:    opts.DefaultTTL,
 		SkewAllowance: opts.SkewAllowance,
+		LeaseTTL:      opts.LeaseTTL,
 		Owner:         opts.Owner,
 		Logger:        opts.Logger,
 		Now:           opts.Now,

@@ -201,7 +201,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		Version:  version,
 	}
 	if loc := cfg.Audit.Location; loc != "" {
-		ls, err := openAudit(ctx, loc, cfg.Audit.StorageOptions, auxOpts)
+		ls, err := ledger.OpenLocation(ctx, loc, cfg.Audit.StorageOptions, auxOpts)
 		if err != nil {
 			return nil, usagef("audit.location %s: %w", loc, err)
 		}
@@ -209,19 +209,6 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		rt.worker.Observer = worker.Observers{worker.MetricsObserver{M: m}, worker.NewLedgerObserver(ls, log, version, host)}
 	}
 	return rt, nil
-}
-
-// openAudit opens the ledger location, creating a local directory.
-func openAudit(ctx context.Context, loc string, opts map[string]string, so stack.Options) (objstore.Store, error) {
-	if err := ledger.CheckLocation(loc); err != nil {
-		return nil, err
-	}
-	if l, err := objstore.ParseLocation(loc); err == nil && l.Scheme == objstore.SchemeFile {
-		if err := os.MkdirAll(l.Path, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	return stack.Open(ctx, loc, opts, so)
 }
 
 // export pushes or writes the pass's metrics when configured.

@@ -1,10 +1,13 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
+	"os"
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
 
 // CheckLocation checks the ledger location URI (an absolute path, file:// or
@@ -24,4 +27,19 @@ func CheckLocation(uri string) error {
 		return fmt.Errorf("ledger location %s: inside table directory %q; put the ledger outside every table, e.g. beside the database root", loc, seg)
 	}
 	return nil
+}
+
+// OpenLocation opens the ledger location uri for a pass to write, through
+// the store stack so (the pass's pacer, metrics and tracing): it checks the
+// location first and creates a local directory that does not exist yet.
+func OpenLocation(ctx context.Context, uri string, storageOptions map[string]string, so stack.Options) (objstore.Store, error) {
+	if err := CheckLocation(uri); err != nil {
+		return nil, err
+	}
+	if l, err := objstore.ParseLocation(uri); err == nil && l.Scheme == objstore.SchemeFile {
+		if err := os.MkdirAll(l.Path, 0o755); err != nil {
+			return nil, fmt.Errorf("ledger location %s: %w", l, err)
+		}
+	}
+	return stack.Open(ctx, uri, storageOptions, so)
 }

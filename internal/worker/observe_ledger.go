@@ -28,8 +28,12 @@ type LedgerObserver struct {
 
 var _ Observer = (*LedgerObserver)(nil)
 
-// NewLedgerObserver writes to store; version and host fill every row.
+// NewLedgerObserver writes to store; version and host fill every row. A
+// nil log logs to slog.Default().
 func NewLedgerObserver(store objstore.Store, log *slog.Logger, version, host string) *LedgerObserver {
+	if log == nil {
+		log = slog.Default()
+	}
 	return &LedgerObserver{store: store, log: log, version: version, host: host, timeout: 30 * time.Second}
 }
 
