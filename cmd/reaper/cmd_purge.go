@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -39,7 +40,7 @@ func newPurgeCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "purge (--root URI | --config FILE) [--dry-run] [-o table|json] [NAME...]",
 		Short: "Reclaim soft-deleted tables whose TTL has passed (one pass)",
-		Long: `Make one pass over the root (or over the named tables): every soft-deleted
+		Long: fmt.Sprintf(`Make one pass over the root (or over the named tables): every soft-deleted
 table whose TTL has passed is purged, oldest first, in a crash-safe order
 (manifests first, the marker last) under its lifecycle lease. A marker
 whose data is already gone (orphan_marker) is removed.
@@ -61,7 +62,7 @@ patterns, sharding, safety rails and limits included): the same pass the
 daemon ('reaper run') schedules, for a Kubernetes CronJob. --set KEY=VALUE
 overrides one configuration key; flags beat REAPER_* environment variables,
 which beat the file. Safety rails apply here too: a marker whose TTL is
-below safety.min_ttl (1h) is skipped unless --allow-short-ttl.
+below safety.min_ttl (%s) is skipped unless --allow-short-ttl.
 
 Metrics of the pass can be pushed to a Pushgateway (--pushgateway URL) or
 written for the node-exporter textfile collector (--textfile PATH.prom).
@@ -69,7 +70,7 @@ written for the node-exporter textfile collector (--textfile PATH.prom).
 On SIGINT/SIGTERM the current table is finished and no new one is started;
 a second signal aborts it (a later pass finishes the job).
 
-Exit status: 0 when nothing failed, 1 when any table failed, 2 on usage errors.`,
+Exit status: 0 when nothing failed, 1 when any table failed, 2 on usage errors.`, formatDuration(config.Default().Safety.MinTTL.D())),
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.globalOptions, o.Names = *g, args

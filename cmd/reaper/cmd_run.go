@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/daemon"
 	"github.com/lance-reaper/reaper/internal/scheduler"
 )
@@ -35,21 +37,21 @@ func newRunCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --config FILE [--set KEY=VALUE]...",
 		Short: "Run as a daemon: scheduled purge passes, /metrics, /healthz, /readyz",
-		Long: `Run purge passes on the configured schedule (schedule: standard 5-field cron
+		Long: fmt.Sprintf(`Run purge passes on the configured schedule (schedule: standard 5-field cron
 spec or "@every 10m"; jitter delays each pass), never two at once, over
 every configured and discovered root (shard.* splits roots between
 replicas). The first pass starts at once.
 
-An HTTP server on listen (default :9090) serves /metrics (Prometheus),
+An HTTP server on listen (default %s) serves /metrics (Prometheus),
 /healthz (the process is alive) and /readyz (configuration loaded and every
 root reachable).
 
 On SIGTERM/SIGINT no new pass or table starts; the table in flight gets
-shutdown_grace (default 30s) to finish, then it is cancelled (its marker
+shutdown_grace (default %s) to finish, then it is cancelled (its marker
 stays, its lease is released or expires, and the next pass finishes it).
 A second signal cancels at once. Exit status 0 after a clean shutdown.
 
-Exit status: 0 after shutdown, 2 on configuration errors.`,
+Exit status: 0 after shutdown, 2 on configuration errors.`, config.Default().Listen, formatDuration(config.Default().ShutdownGrace.D())),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.globalOptions = *g

@@ -178,45 +178,67 @@ func TestExpandReadsOnePagePerChild(t *testing.T) {
 	require.Empty(t, got, "only the first page of a child is read")
 }
 
-func TestExpandS3(t *testing.T) {
+// Discovery finds the same children on every backend: a child holding a
+// table or a marker is a root; an empty one, one of other files, a table
+// deeper down, a table or marker at the parent's own level are not.
+func TestExpandOnEveryBackend(t *testing.T) {
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		t.Parallel()
+		r := b.NewRoot(t)
+		ctx := t.Context()
+		setup := r.Open(t)
+		for _, k := range []string{
+			"tenants/a-tables/x.lance/_versions/1.manifest",
+			"tenants/b-markers/y.deleted",
+			"tenants/d-other/readme.txt",
+			"tenants/d-other/nested/z.lance/data/0.lance",
+			"tenants/e.lance/_versions/1.manifest",
+			"tenants/notes.deleted",
+			"elsewhere/f/g.lance/x",
+		} {
+			_, err := setup.Put(ctx, k, []byte("x"))
+			require.NoError(t, err, k)
+		}
+		cfg := config.Default()
+		cfg.Discover = []config.Root{{URI: r.URI + "/tenants/*/", StorageOptions: r.Options}}
+		require.NoError(t, cfg.ValidateForPass())
+		got, err := roots.Expand(ctx, cfg, all.Open)
+		require.NoError(t, err)
+		var want []string
+		for _, child := range []string{"a-tables", "b-markers"} {
+			loc, err := objstore.ParseLocation(r.URI + "/tenants/" + child)
+			require.NoError(t, err)
+			want = append(want, loc.String())
+		}
+		require.Equal(t, want, uris(got))
+		for _, gr := range got {
+			require.Equal(t, r.Options, gr.StorageOptions, "the pattern's storage options")
+			st, err := all.Open(ctx, gr.URI, gr.StorageOptions)
+			require.NoError(t, err)
+			entries := 0
+			require.NoError(t, st.List(ctx, "", func(p objstore.Page) error {
+				entries += len(p.Prefixes) + len(p.Objects)
+				return nil
+			}))
+			require.Equal(t, 1, entries, "%s opens and lists its table or marker", gr.URI)
+		}
+	}, objstoretest.Shared()...)
+}
+
+// A pattern at a bucket's root lists the bucket's top level.
+func TestExpandS3BucketRoot(t *testing.T) {
 	t.Parallel()
 	srv := objstoretest.S3(t)
 	ctx := t.Context()
 	setup, err := all.Open(ctx, srv.URI(""), srv.Options())
 	require.NoError(t, err)
-	for _, k := range []string{
-		"tenants/a-tables/x.lance/_versions/1.manifest",
-		"tenants/b-markers/y.deleted",
-		"tenants/d-other/readme.txt",
-		"tenants/d-other/nested/z.lance/data/0.lance",
-		"tenants/e.lance/_versions/1.manifest",
-		"tenants/notes.deleted",
-		"elsewhere/f/g.lance/x",
-	} {
+	for _, k := range []string{"tenants/e.lance/_versions/1.manifest", "tenants/notes.deleted", "elsewhere/f/g.lance/x"} {
 		_, err := setup.Put(ctx, k, []byte("x"))
 		require.NoError(t, err, k)
 	}
 	cfg := config.Default()
-	cfg.Discover = []config.Root{{URI: srv.URI("tenants") + "/*/", StorageOptions: srv.Options()}}
-	require.NoError(t, cfg.ValidateForPass())
-	got, err := roots.Expand(ctx, cfg, all.Open)
-	require.NoError(t, err)
-	require.Equal(t, []string{srv.URI("tenants/a-tables"), srv.URI("tenants/b-markers")}, uris(got))
-	for _, r := range got {
-		require.Equal(t, srv.Options(), r.StorageOptions, "the pattern's storage options")
-		st, err := all.Open(ctx, r.URI, r.StorageOptions)
-		require.NoError(t, err)
-		entries := 0
-		require.NoError(t, st.List(ctx, "", func(p objstore.Page) error {
-			entries += len(p.Prefixes) + len(p.Objects)
-			return nil
-		}))
-		require.Equal(t, 1, entries, "%s opens and lists its table or marker", r.URI)
-	}
-
-	// A bucket-root pattern.
 	cfg.Discover = []config.Root{{URI: srv.URI("") + "/*", StorageOptions: srv.Options()}}
-	got, err = roots.Expand(ctx, cfg, all.Open)
+	got, err := roots.Expand(ctx, cfg, all.Open)
 	require.NoError(t, err)
 	require.Equal(t, []string{srv.URI("tenants")}, uris(got), "tenants/ holds e.lance/ and notes.deleted; elsewhere/ nothing at its top level")
 }

@@ -33,74 +33,70 @@ func (f *fixture) pausePass() *objstoretest.Pauser {
 // before its first: the switch is re-read before every batch, and a
 // folder _reaper/PAUSE/ (an S3 console folder, a mkdir) counts.
 func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
-	for _, backend := range objstoretest.Shared() {
-		t.Run(backend.Name, func(t *testing.T) {
-			f := newFixture(t, backend, 1)
-			f.table(0, "a", 1500, 1, 7*day)
-			names := []string{"a"}
-			for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i", "j"} {
-				f.table(0, n, 2, 1, 7*day)
-				names = append(names, n)
-			}
-			p := f.pausePass()
-			frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "a.lance/", 1)
-			cfg := baseConfig()
-			cfg.Limits.TableConcurrency = 1
-			done := passAsync(t, f.worker(cfg, 8*day))
-			<-frozen.Reached()
-			if backend.Name == objstoretest.Local.Name {
-				root := strings.TrimPrefix(f.uris[0], "file://")
-				require.NoError(t, os.MkdirAll(filepath.Join(root, "_reaper", "PAUSE"), 0o755), "mkdir _reaper/PAUSE")
-			} else {
-				_, err := f.store(0).Put(context.Background(), "_reaper/PAUSE/by-operator", nil)
-				require.NoError(t, err)
-			}
-			frozen.Release()
-			rep := <-done
-			got := byTable(rep, 0)
-			require.Equal(t, "skipped/paused", got["a"], "the table in progress stops before its next batch")
-			for _, n := range names[1:] {
-				require.Equal(t, "skipped/paused", got[n], "%s never starts", n)
-				require.NotEmpty(t, f.keys(0, n+".lance/"), "%s keeps its data", n)
-			}
-			st, err := lifecycleStatus(f, "a")
+	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
+		f := newFixture(t, backend, 1)
+		f.table(0, "a", 1500, 1, 7*day)
+		names := []string{"a"}
+		for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+			f.table(0, n, 2, 1, 7*day)
+			names = append(names, n)
+		}
+		p := f.pausePass()
+		frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "a.lance/", 1)
+		cfg := baseConfig()
+		cfg.Limits.TableConcurrency = 1
+		done := passAsync(t, f.worker(cfg, 8*day))
+		<-frozen.Reached()
+		if backend.Name == objstoretest.Local.Name {
+			root := strings.TrimPrefix(f.uris[0], "file://")
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "_reaper", "PAUSE"), 0o755), "mkdir _reaper/PAUSE")
+		} else {
+			_, err := f.store(0).Put(context.Background(), "_reaper/PAUSE/by-operator", nil)
 			require.NoError(t, err)
-			require.Equal(t, lifecycle.StatePartiallyPurged, st.State, "a keeps its marker and commit; the next pass finishes it")
-		})
-	}
+		}
+		frozen.Release()
+		rep := <-done
+		got := byTable(rep, 0)
+		require.Equal(t, "skipped/paused", got["a"], "the table in progress stops before its next batch")
+		for _, n := range names[1:] {
+			require.Equal(t, "skipped/paused", got[n], "%s never starts", n)
+			require.NotEmpty(t, f.keys(0, n+".lance/"), "%s keeps its data", n)
+		}
+		st, err := lifecycleStatus(f, "a")
+		require.NoError(t, err)
+		require.Equal(t, lifecycle.StatePartiallyPurged, st.State, "a keeps its marker and commit; the next pass finishes it")
+	}, objstoretest.Shared()...)
 }
 
 // Scenario 12: a lease lost in the middle of the deletes (the process
 // froze past its deadline) is a failure with reason lease_lost on every
 // backend, so an alert fires; the table is finishable by the next pass.
 func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
-	for _, backend := range objstoretest.Shared() {
-		t.Run(backend.Name, func(t *testing.T) {
-			f := newFixture(t, backend, 1)
-			f.table(0, "big", 2500, 1, 7*day)
-			p := f.pausePass()
-			frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "big.lance/", 1)
-			var skew atomic.Int64
-			cfg := baseConfig()
-			w := f.worker(cfg, 8*day)
-			w.LeaseClock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-			done := passAsync(t, w)
-			<-frozen.Reached()
-			skew.Store(int64(cfg.Defaults.LeaseTTL.D())) // frozen past its deadline
-			frozen.Release()
-			rep := <-done
-			require.Equal(t, "failed/lease_lost", byTable(rep, 0)["big"])
-			require.Equal(t, outcome.ResultPartial, rep.Result(), "a lost lease is not a success")
-			require.Positive(t, rep.Totals().Failed)
+	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
+		f := newFixture(t, backend, 1)
+		f.table(0, "big", 2500, 1, 7*day)
+		p := f.pausePass()
+		frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "big.lance/", 1)
+		var skew atomic.Int64
+		cfg := baseConfig()
+		w := f.worker(cfg, 8*day)
+		w.LeaseClock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		done := passAsync(t, w)
+		<-frozen.Reached()
+		skew.Store(int64(cfg.Defaults.LeaseTTL.D())) // frozen past its deadline
+		frozen.Release()
+		rep := <-done
+		require.Equal(t, "failed/lease_lost", byTable(rep, 0)["big"])
+		require.Equal(t, outcome.ResultPartial, rep.Result(), "a lost lease is not a success")
+		require.Positive(t, rep.Totals().Failed)
 
-			f.stores[f.uris[0]] = p.Unwrap()
-			later := 8*day + cfg.Defaults.LeaseTTL.D() + cfg.Defaults.SkewAllowance.D() + 2*time.Second
-			rep, err := f.worker(cfg, later).Pass(context.Background(), nil)
-			require.NoError(t, err)
-			require.Equal(t, "purged/due", byTable(rep, 0)["big"], "the next pass takes the lease over and finishes")
-			require.Empty(t, f.keys(0, "big."))
-		})
-	}
+		f.stores[f.uris[0]] = p.Unwrap()
+		later := 8*day + cfg.Defaults.LeaseTTL.D() + cfg.Defaults.SkewAllowance.D() + 2*time.Second
+		rep, err := f.worker(cfg, later).Pass(context.Background(), nil)
+		require.NoError(t, err)
+		require.Equal(t, "purged/due", byTable(rep, 0)["big"], "the next pass takes the lease over and finishes")
+		require.Empty(t, f.keys(0, "big."))
+	}, objstoretest.Shared()...)
 }
 
 // Scenario 4, a whole pass: a symlinked <name>.lance with a marker beside

@@ -40,7 +40,7 @@ type fixture struct {
 }
 
 // newFixture makes roots fresh roots on backend (objstoretest.Local or
-// objstoretest.S3Store; tests range over objstoretest.Shared()).
+// objstoretest.S3Store; tests run on objstoretest.ForEachBackend with Shared()).
 func newFixture(t *testing.T, backend objstoretest.Backend, roots int) *fixture {
 	f := &fixture{t: t, stores: map[string]objstore.Store{}, now: time.Now(), rec: &recorder{}}
 	for range roots {
@@ -145,35 +145,33 @@ func baseConfig() config.Config {
 }
 
 func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
-	for _, backend := range objstoretest.Shared() {
-		t.Run(backend.Name, func(t *testing.T) {
-			f := newFixture(t, backend, 2)
-			f.table(0, "old", 3, 1, 7*day)
-			f.table(0, "fresh", 1, 1, 30*day)
-			f.table(0, "live", 1, 0, 0)
-			f.table(1, "a.b", 2, 1, 7*day)
-			_, err := f.store(1).Put(context.Background(), "bad.deleted", []byte("nope"))
-			require.NoError(t, err)
-			f.table(1, "bad", 1, 0, 0)
+	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
+		f := newFixture(t, backend, 2)
+		f.table(0, "old", 3, 1, 7*day)
+		f.table(0, "fresh", 1, 1, 30*day)
+		f.table(0, "live", 1, 0, 0)
+		f.table(1, "a.b", 2, 1, 7*day)
+		_, err := f.store(1).Put(context.Background(), "bad.deleted", []byte("nope"))
+		require.NoError(t, err)
+		f.table(1, "bad", 1, 0, 0)
 
-			rep, err := f.worker(baseConfig(), 7*day+12*time.Hour).Pass(context.Background(), nil)
-			require.NoError(t, err)
-			require.Len(t, rep.Roots, 2)
-			require.Equal(t, map[string]string{"old": "purged/due", "fresh": "skipped/not_due"}, byTable(rep, 0))
-			require.Equal(t, map[string]string{"a.b": "purged/due", "bad": "failed/invalid_marker"}, byTable(rep, 1))
-			tot := rep.Totals()
-			require.Equal(t, 2, tot.Purged)
-			require.Equal(t, int64(5+4), tot.Objects)
-			require.Equal(t, outcome.ResultPartial, rep.Result(), "an invalid marker makes the pass partial")
-			require.Empty(t, f.keys(0, "old."))
-			require.NotEmpty(t, f.keys(0, "fresh.lance/"))
-			require.NotEmpty(t, f.keys(0, "live.lance/"))
-			require.NotEmpty(t, f.keys(1, "bad.lance/"))
-			require.Len(t, f.rec.decisions, 4)
-			require.Equal(t, 1, f.rec.finished)
-			require.Equal(t, PlanSummary{Tables: 3, Live: 1, SoftDeleted: 2, Due: 1, OldestDue: f.rec.planned[0].OldestDue}, f.rec.planned[0])
-		})
-	}
+		rep, err := f.worker(baseConfig(), 7*day+12*time.Hour).Pass(context.Background(), nil)
+		require.NoError(t, err)
+		require.Len(t, rep.Roots, 2)
+		require.Equal(t, map[string]string{"old": "purged/due", "fresh": "skipped/not_due"}, byTable(rep, 0))
+		require.Equal(t, map[string]string{"a.b": "purged/due", "bad": "failed/invalid_marker"}, byTable(rep, 1))
+		tot := rep.Totals()
+		require.Equal(t, 2, tot.Purged)
+		require.Equal(t, int64(5+4), tot.Objects)
+		require.Equal(t, outcome.ResultPartial, rep.Result(), "an invalid marker makes the pass partial")
+		require.Empty(t, f.keys(0, "old."))
+		require.NotEmpty(t, f.keys(0, "fresh.lance/"))
+		require.NotEmpty(t, f.keys(0, "live.lance/"))
+		require.NotEmpty(t, f.keys(1, "bad.lance/"))
+		require.Len(t, f.rec.decisions, 4)
+		require.Equal(t, 1, f.rec.finished)
+		require.Equal(t, PlanSummary{Tables: 3, Live: 1, SoftDeleted: 2, Due: 1, OldestDue: f.rec.planned[0].OldestDue}, f.rec.planned[0])
+	}, objstoretest.Shared()...)
 }
 
 // A marker reaper cannot read fails its table (reason io, kept), not the
