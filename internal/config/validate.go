@@ -212,11 +212,7 @@ func (c Config) validateOutputs(v *validator) {
 }
 
 func insideTable(loc objstore.Location) bool {
-	p := loc.Path
-	if loc.Scheme == objstore.SchemeS3 {
-		p = loc.Prefix
-	}
-	_, in := lifecycle.TableDirIn(p)
+	_, in := lifecycle.TableDirIn(loc.KeyPath())
 	return in
 }
 

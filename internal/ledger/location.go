@@ -19,11 +19,7 @@ func CheckLocation(uri string) error {
 	if err != nil {
 		return fmt.Errorf("ledger location: %w", err)
 	}
-	path := loc.Path
-	if loc.Scheme == objstore.SchemeS3 {
-		path = loc.Prefix
-	}
-	if seg, in := lifecycle.TableDirIn(path); in {
+	if seg, in := lifecycle.TableDirIn(loc.KeyPath()); in {
 		return fmt.Errorf("ledger location %s: inside table directory %q; put the ledger outside every table, e.g. beside the database root", loc, seg)
 	}
 	return nil

@@ -26,6 +26,29 @@ type Location struct {
 	Prefix string
 }
 
+// KeyPath is the location's path inside its store: the directory of a
+// file root, the key prefix of a bucket root. Rules about where a location
+// sits (inside a table?) read it, whatever the scheme.
+func (l Location) KeyPath() string {
+	if l.Scheme == SchemeFile {
+		return l.Path
+	}
+	return l.Prefix
+}
+
+// Child is the location of the child name (one path segment) of l.
+func (l Location) Child(name string) Location {
+	if l.Scheme == SchemeFile {
+		l.Path = strings.TrimSuffix(l.Path, "/") + "/" + name
+		return l
+	}
+	if l.Prefix != "" {
+		name = l.Prefix + "/" + name
+	}
+	l.Prefix = name
+	return l
+}
+
 // String renders the canonical URI.
 func (l Location) String() string {
 	switch l.Scheme {
