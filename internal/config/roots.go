@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
@@ -31,6 +32,8 @@ func DiscoverParent(pattern string) (objstore.Location, error) {
 }
 
 func (c Config) validateRoots(v *validator) {
+	schemes := map[objstore.Scheme]bool{}
+	defer func() { c.validateLeaseFor(v, schemes) }()
 	seen := map[string]string{}
 	for i, r := range c.Roots {
 		key := fmt.Sprintf("roots[%d]", i)
@@ -46,6 +49,7 @@ func (c Config) validateRoots(v *validator) {
 			v.add(key+".uri", r.URI, "same root as "+prev, "list each root once")
 		}
 		seen[loc.String()] = key
+		schemes[loc.Scheme] = true
 		checkStorageOptions(v, key+".storage_options", loc, r.StorageOptions)
 	}
 	for i, d := range c.Discover {
@@ -55,7 +59,30 @@ func (c Config) validateRoots(v *validator) {
 			v.add(key+".uri", d.URI, err.Error(), "write the parent URI followed by /*/")
 			continue
 		}
+		schemes[loc.Scheme] = true
 		checkStorageOptions(v, key+".storage_options", loc, d.StorageOptions)
+	}
+}
+
+// validateLeaseFor refuses a lease too short for the clock of a root's
+// backend (S3 reads to the second): such a lease would look expired at its
+// first renewal and every purge would stop as lease_lost.
+func (c Config) validateLeaseFor(v *validator, schemes map[objstore.Scheme]bool) {
+	ttl := c.Defaults.LeaseTTL.D()
+	if ttl <= 0 {
+		return // reported as not positive
+	}
+	backends := all.Default()
+	for _, s := range backends.Schemes() {
+		if !schemes[s] {
+			continue
+		}
+		res := backends.ClockResolution(s)
+		if min := lock.MinTTL(res); ttl < min {
+			v.add("defaults.lease_ttl", c.Defaults.LeaseTTL, fmt.Sprintf("too short for %s:// roots, whose store clock reads to %s", s, res),
+				fmt.Sprintf("set at least %s (the default is %s)", Duration(min), Duration(lock.DefaultTTL)))
+			return
+		}
 	}
 }
 

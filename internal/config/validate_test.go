@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -41,6 +42,14 @@ func TestValidate(t *testing.T) {
 		{"min_ttl negative", func(c *Config) { c.Safety.MinTTL = -1 }, "safety.min_ttl", "-", "30s"},
 		{"ttl zero", func(c *Config) { c.Defaults.TTL = 0 }, "defaults.ttl", "0s", "7d"},
 		{"lease_ttl zero", func(c *Config) { c.Defaults.LeaseTTL = 0 }, "defaults.lease_ttl", "0s", "30s"},
+		{"lease_ttl below the s3 clock", func(c *Config) {
+			c.Defaults.LeaseTTL = Duration(time.Second)
+			c.Roots = append(c.Roots, Root{URI: "s3://bkt/db"})
+		}, "defaults.lease_ttl", "1s", "at least 2s"},
+		{"lease_ttl below the s3 clock, discovered", func(c *Config) {
+			c.Defaults.LeaseTTL = Duration(1500 * time.Millisecond)
+			c.Discover = []Root{{URI: "s3://bkt/tenants/*/"}}
+		}, "defaults.lease_ttl", "1.5s", "at least 2s"},
 		{"table_concurrency", func(c *Config) { c.Limits.TableConcurrency = -1 }, "limits.table_concurrency", "-1", "number of tables purged in parallel"},
 		{"delete_concurrency", func(c *Config) { c.Limits.DeleteConcurrency = 0 }, "limits.delete_concurrency", "0", "delete requests in flight"},
 		{"rps negative", func(c *Config) { c.Limits.RequestsPerSecond = -2 }, "limits.requests_per_second", "-2", "0 for unlimited"},
@@ -184,4 +193,32 @@ func TestValidateHidesSecrets(t *testing.T) {
 	err := c.Validate()
 	require.Error(t, err)
 	require.False(t, strings.Contains(err.Error(), "hunter2"), "secret in %v", err)
+}
+
+// The lease floor is the roots' backends' own: a local disk's clock is
+// fine-grained, S3's reads to the second.
+func TestLeaseTTLFloorFollowsTheRoots(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		uri   string
+		lease time.Duration
+		ok    bool
+	}{
+		{"local, sub-second", "/var/lib/lancedb", 400 * time.Millisecond, true},
+		{"s3, two ticks", "s3://bkt/db", 2 * time.Second, true},
+		{"s3, one tick", "s3://bkt/db", time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.Roots = []Root{{URI: tc.uri}}
+			c.Defaults.LeaseTTL = Duration(tc.lease)
+			err := c.ValidateForPass()
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "defaults.lease_ttl")
+		})
+	}
 }

@@ -15,6 +15,12 @@ import (
 // and the CLI read it from here.
 const DefaultTTL = 2 * time.Minute
 
+// MinTTL is the shortest lease that holds on a store whose clock reads to
+// resolution: a lease's stamps and its takeover time are compared at that
+// resolution, so a lease of one tick can look expired at its first renewal.
+// Two ticks leave a renewal (at TTL/3) room to land.
+func MinTTL(resolution time.Duration) time.Duration { return 2 * resolution }
+
 const (
 	// acquireAttempts bounds how often Acquire starts over when the lease
 	// vanishes between seeing it and taking it over.

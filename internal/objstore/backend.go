@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // This file owns what a backend says about itself. Each backend package
@@ -31,6 +32,11 @@ type Backend struct {
 	// precondition failures are not classified here: every backend maps
 	// them to ErrNotFound and ErrPrecondition, which are always final.
 	IsTransient func(error) bool
+	// ClockResolution is the coarsest the store's clock and LastModified
+	// read (S3: a second); zero means fine-grained. A lease must outlast a
+	// few such ticks to be renewed in time (lock.MinTTL), so config refuses
+	// a shorter defaults.lease_ttl for roots of this backend.
+	ClockResolution time.Duration
 	// IsThrottle picks, among transient errors, the store pushing back,
 	// which slows the whole pass (see package retry); nil means none.
 	IsThrottle func(error) bool

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -109,4 +110,10 @@ func (r *Registry) OpenBackend(ctx context.Context, uri string, options map[stri
 	}
 	s, err := b.Open(ctx, loc, options, env)
 	return s, b, err
+}
+
+// ClockResolution is the clock resolution the backend of scheme declares
+// (zero for an unknown scheme or a fine-grained clock).
+func (r *Registry) ClockResolution(scheme objstore.Scheme) time.Duration {
+	return r.backends[scheme].ClockResolution
 }

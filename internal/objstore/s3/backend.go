@@ -20,6 +20,8 @@ func Backend() objstore.Backend {
 		Open:        openBackend,
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
+		// Last-Modified and Date are whole seconds.
+		ClockResolution: objstore.TimeResolution,
 	}
 }
 
