@@ -53,11 +53,15 @@ func Example() {
 		fmt.Println(s.Name, s.State)
 	}
 
-	_, err = ns.Purge(ctx, "events", reaper.PurgeOptions{})
+	// A table dropped for a day is not purged before its day is over.
+	if _, err := ns.Drop(ctx, "users", 24*time.Hour); err != nil {
+		panic(err)
+	}
+	_, err = ns.Purge(ctx, "users", reaper.PurgeOptions{})
 	var nd *reaper.NotDueError
 	fmt.Println("too early:", errors.Is(err, reaper.ErrNotPurgeable), errors.As(err, &nd))
 
-	time.Sleep(time.Until(nd.PurgeAfter)) // the TTL passes
+	waitDue(ctx, ns, "events") // the 50ms pass
 	res, err := ns.Purge(ctx, "events", reaper.PurgeOptions{})
 	if err != nil {
 		panic(err)
