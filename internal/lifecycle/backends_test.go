@@ -16,7 +16,8 @@ func TestMain(m *testing.M) { objstoretest.Main(m) }
 
 // backends are the stores every lifecycle test runs against: memory first
 // (contract bugs show before I/O noise), then the local filesystem and a
-// real S3 server (versitygw), each under a non-trivial root.
+// real S3 server (versitygw) and a GCS emulator (fake-gcs-server), each
+// under a non-trivial root.
 func backends() []backend {
 	return []backend{
 		{"memory", func(t *testing.T) objstore.Store { return objstore.NewMemory() }},
@@ -27,6 +28,12 @@ func backends() []backend {
 		}},
 		{"s3", func(t *testing.T) objstore.Store {
 			srv := objstoretest.S3(t)
+			s, err := all.Open(context.Background(), srv.URI("lancedb/prod"), srv.Options())
+			require.NoError(t, err)
+			return s
+		}},
+		{"gcs", func(t *testing.T) objstore.Store {
+			srv := objstoretest.GCS(t)
 			s, err := all.Open(context.Background(), srv.URI("lancedb/prod"), srv.Options())
 			require.NoError(t, err)
 			return s
