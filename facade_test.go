@@ -35,6 +35,10 @@ func facadeBackends(t *testing.T) map[string]func(t *testing.T) facadeRoot {
 			s := objstoretest.S3(t)
 			return facadeRoot{uri: s.URI("db"), opts: s.Options(), clockSlack: 2 * time.Second}
 		},
+		"gcs": func(t *testing.T) facadeRoot {
+			s := objstoretest.GCS(t)
+			return facadeRoot{uri: s.URI("db"), opts: s.Options(), clockSlack: 2 * time.Second}
+		},
 	}
 }
 
@@ -204,7 +208,7 @@ func TestPurgeRoots(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			a, b := mk(t), mk(t)
-			if name == "s3" {
+			if name == "s3" || name == "gcs" {
 				b.uri = a.uri + "-b" // a second root in the same bucket
 			}
 			writeTable(t, a, "due", 3)

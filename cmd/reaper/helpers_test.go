@@ -135,10 +135,60 @@ func s3Backend(t *testing.T) backend {
 	}
 }
 
-// forEachBackend runs fn as a subtest against local and S3.
+// gcsBackend is a root under a prefix of a fresh bucket on the GCS test
+// server (fake-gcs-server); setup and checks go through a bare store of the
+// bucket root, outside the commands.
+func gcsBackend(t *testing.T) backend {
+	srv := objstoretest.GCS(t)
+	const prefix = "lance/db/"
+	var kvs []string
+	for k, v := range srv.Options() {
+		kvs = append(kvs, k+"="+v)
+	}
+	slices.Sort(kvs)
+	ctx := context.Background()
+	bucket, err := all.Open(ctx, srv.URI(""), srv.Options())
+	require.NoError(t, err)
+	return backend{
+		name:  "gcs",
+		clock: objstoretest.NewClock(),
+		opts:  storeOptions{globalOptions: quiet(), Root: srv.URI(prefix), StorageOptions: kvs},
+		put: func(t *testing.T, key string, body []byte, _ time.Time) {
+			_, err := bucket.Put(ctx, prefix+key, body)
+			require.NoError(t, err)
+		},
+		get: func(t *testing.T, key string) ([]byte, bool) {
+			b, _, err := bucket.Get(ctx, prefix+key)
+			if errors.Is(err, objstore.ErrNotFound) {
+				return nil, false
+			}
+			require.NoError(t, err)
+			return b, true
+		},
+		keys: func(t *testing.T) []string {
+			var keys []string
+			require.NoError(t, bucket.Walk(ctx, prefix, func(objs []objstore.Object) error {
+				for _, o := range objs {
+					keys = append(keys, strings.TrimPrefix(o.Key, prefix))
+				}
+				return nil
+			}))
+			slices.Sort(keys)
+			return keys
+		},
+		store: func(t *testing.T) objstore.Store {
+			s, err := all.Open(ctx, srv.URI(prefix), srv.Options())
+			require.NoError(t, err)
+			return s
+		},
+	}
+}
+
+// forEachBackend runs fn as a subtest against local, S3 and GCS.
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	t.Run("local", func(t *testing.T) { fn(t, localBackend(t)) })
 	t.Run("s3", func(t *testing.T) { fn(t, s3Backend(t)) })
+	t.Run("gcs", func(t *testing.T) { fn(t, gcsBackend(t)) })
 }
 
 // quiet sends logs nowhere.

@@ -45,6 +45,12 @@ var backends = []struct {
 		require.NoError(t, err)
 		return s
 	}},
+	{"gcs", func(t *testing.T) objstore.Store {
+		srv := objstoretest.GCS(t)
+		s, err := all.Open(t.Context(), srv.URI("audit/ledger"), srv.Options())
+		require.NoError(t, err)
+		return s
+	}},
 }
 
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {

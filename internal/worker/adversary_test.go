@@ -32,7 +32,7 @@ func (f *fixture) pausePass() *objstoretest.Pauser {
 // before its first: the switch is re-read before every batch, and a
 // folder _reaper/PAUSE/ (an S3 console folder, a mkdir) counts.
 func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
-	for _, backend := range []string{"local", "s3"} {
+	for _, backend := range []string{"local", "s3", "gcs"} {
 		t.Run(backend, func(t *testing.T) {
 			f := newFixture(t, backend, 1)
 			f.table(0, "a", 1500, 1, 7*day)
@@ -73,7 +73,7 @@ func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 // froze past its deadline) is a failure with reason lease_lost on every
 // backend, so an alert fires; the table is finishable by the next pass.
 func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
-	for _, backend := range []string{"local", "s3"} {
+	for _, backend := range []string{"local", "s3", "gcs"} {
 		t.Run(backend, func(t *testing.T) {
 			f := newFixture(t, backend, 1)
 			f.table(0, "big", 2500, 1, 7*day)

@@ -50,6 +50,9 @@ func newFixture(t *testing.T, backend string, roots int) *fixture {
 		case "s3":
 			srv := objstoretest.S3(t)
 			s, err = all.Open(context.Background(), srv.URI(fmt.Sprintf("tenants/t%d", i)), srv.Options())
+		case "gcs":
+			srv := objstoretest.GCS(t)
+			s, err = all.Open(context.Background(), srv.URI(fmt.Sprintf("tenants/t%d", i)), srv.Options())
 		}
 		require.NoError(t, err)
 		cs := objstoretest.NewClockStore(s)
@@ -159,7 +162,7 @@ func baseConfig() config.Config {
 }
 
 func TestPassPurgesDueAndReportsTheRest(t *testing.T) {
-	for _, backend := range []string{"local", "s3"} {
+	for _, backend := range []string{"local", "s3", "gcs"} {
 		t.Run(backend, func(t *testing.T) {
 			f := newFixture(t, backend, 2)
 			f.table(0, "old", 3, 1, 7*day)
