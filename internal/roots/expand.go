@@ -126,14 +126,14 @@ func isDatabase(ctx context.Context, st objstore.Store, prefix string) (bool, er
 // childLocation is the location of a child prefix ("tenant-a/") of parent.
 func childLocation(parent objstore.Location, child string) objstore.Location {
 	name := strings.TrimSuffix(child, "/")
-	switch parent.Scheme {
-	case objstore.SchemeS3:
-		if parent.Prefix != "" {
-			name = parent.Prefix + "/" + name
-		}
-		parent.Prefix = name
-	default:
+	if parent.Scheme == objstore.SchemeFile {
 		parent.Path = strings.TrimSuffix(parent.Path, "/") + "/" + name
+		return parent
 	}
+	// Object stores (s3, gs): a bucket and a key prefix.
+	if parent.Prefix != "" {
+		name = parent.Prefix + "/" + name
+	}
+	parent.Prefix = name
 	return parent
 }

@@ -178,9 +178,31 @@ func TestExpandReadsOnePagePerChild(t *testing.T) {
 	require.Empty(t, got, "only the first page of a child is read")
 }
 
-func TestExpandS3(t *testing.T) {
-	t.Parallel()
-	srv := objstoretest.S3(t)
+// remoteRoot is a fresh bucket of an object-store test server.
+type remoteRoot struct {
+	URI     func(prefix string) string
+	Options func() map[string]string
+}
+
+func TestExpandObjectStores(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) remoteRoot{
+		"s3": func(t *testing.T) remoteRoot {
+			srv := objstoretest.S3(t)
+			return remoteRoot{srv.URI, srv.Options}
+		},
+		"gcs": func(t *testing.T) remoteRoot {
+			srv := objstoretest.GCS(t)
+			return remoteRoot{srv.URI, srv.Options}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testExpandObjectStore(t, open(t))
+		})
+	}
+}
+
+func testExpandObjectStore(t *testing.T, srv remoteRoot) {
 	ctx := t.Context()
 	setup, err := all.Open(ctx, srv.URI(""), srv.Options())
 	require.NoError(t, err)
