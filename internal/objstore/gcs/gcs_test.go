@@ -21,7 +21,7 @@ func openTestStore(t *testing.T, prefix string, pageSize int, opts ...gcs.Option
 	return srv, openOn(t, srv, prefix, pageSize, opts...)
 }
 
-func openOn(t *testing.T, srv objstoretest.GCSServer, prefix string, pageSize int, opts ...gcs.Option) *gcs.Store {
+func openOn(t testing.TB, srv objstoretest.GCSServer, prefix string, pageSize int, opts ...gcs.Option) *gcs.Store {
 	t.Helper()
 	loc, err := objstore.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
