@@ -51,8 +51,9 @@ model:
 clean:
 	rm -rf bin var
 
-## bench: purge benchmark vs awscli, rclone and rm -rf on a local versitygw; writes BENCHMARKS.md
-## (installs missing peers and versitygw, builds reaper; BENCH_ARGS=--quick for a shorter run)
+## bench: purge benchmark vs awscli, rclone and rm -rf on a local versitygw, and reaper on a local
+## fake-gcs-server (emulator figures); writes BENCHMARKS.md (installs missing peers and test servers,
+## builds reaper; BENCH_ARGS=--quick for a shorter run)
 BENCH_ARGS ?=
 .PHONY: bench
 bench:
