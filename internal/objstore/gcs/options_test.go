@@ -3,6 +3,7 @@ package gcs_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,7 +74,9 @@ func FuzzParseOptions(f *testing.F) {
 		}
 		o, err := gcs.ParseOptions(m)
 		if err != nil {
-			if v := m[gcs.OptServiceAccountKey]; len(v) > 8 {
+			// No message of the parser holds a brace, and a key (a JSON
+			// object) always does: a key with one must not show.
+			if v := m[gcs.OptServiceAccountKey]; strings.ContainsAny(v, "{}") {
 				require.NotContains(t, err.Error(), v, "an error shows the inline key")
 			}
 			return
@@ -81,7 +84,7 @@ func FuzzParseOptions(f *testing.F) {
 		for k := range m {
 			require.True(t, slices.Contains(gcs.Backend().OptionNames(), k), "accepted unknown option %q", k)
 		}
-		if v := o.ServiceAccountKey; len(v) > 8 {
+		if v := o.ServiceAccountKey; strings.ContainsAny(v, "{}") {
 			require.NotContains(t, o.String(), v)
 			require.NotContains(t, fmt.Sprintf("%#v", o), v)
 		}
