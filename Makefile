@@ -2,6 +2,7 @@
 GO        ?= go
 TOOLS     := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
+FAKEGCS   := $(TOOLS)/fake-gcs-server
 DEMO_DIR  ?= $(CURDIR)/var/demo
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
@@ -16,6 +17,7 @@ run:
 ## real LanceDB client (installs versitygw and the npm packages on first use)
 test: tools lint build interop-deps
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
+	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
 	  $(GO) test -race -count=1 -timeout 25m ./...
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(MAKE) deploy-check
@@ -39,9 +41,11 @@ lint:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
-## tools: install the versitygw S3 test server into .tools/bin, and the spin model checker (apt)
+## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, and the spin
+## model checker (apt)
 tools:
 	scripts/install-versitygw.sh
+	scripts/install-fake-gcs-server.sh
 	scripts/install-spin.sh
 
 ## model: the spin model check of docs/PROTOCOL.md alone (model/; make test runs it too)
@@ -52,8 +56,9 @@ model:
 clean:
 	rm -rf bin var
 
-## bench: purge benchmark vs awscli, rclone and rm -rf on a local versitygw; writes BENCHMARKS.md
-## (installs missing peers and versitygw, builds reaper; BENCH_ARGS=--quick for a shorter run)
+## bench: purge benchmark vs awscli, rclone and rm -rf on a local versitygw, and reaper on a local
+## fake-gcs-server (emulator figures); writes BENCHMARKS.md (installs missing peers and test servers,
+## builds reaper; BENCH_ARGS=--quick for a shorter run)
 BENCH_ARGS ?=
 .PHONY: bench
 bench:
@@ -89,7 +94,7 @@ deploy-check: tools build
 ## fuzz-short: every fuzz target for 10s (FUZZTIME=10s make fuzz)
 FUZZTIME ?= 2m
 FUZZ_TARGETS := ./internal/lifecycle:FuzzParseMarker ./internal/lifecycle:FuzzValidateName \
-	./internal/objstore:FuzzParseLocation ./internal/objstore/s3:FuzzParseOptions ./internal/lock:FuzzParseLease
+	./internal/objstore:FuzzParseLocation ./internal/objstore/s3:FuzzParseOptions ./internal/objstore/gcs:FuzzParseOptions ./internal/lock:FuzzParseLease
 .PHONY: chaos soak fuzz fuzz-short
 chaos: tools build
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \

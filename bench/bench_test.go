@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,4 +148,20 @@ func TestGatewaySeesFiles(t *testing.T) {
 	got, err := gw.requestsSince(off, "bench-smoke")
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"ListObjectsV2": 1}, got)
+}
+
+func TestGCSOperation(t *testing.T) {
+	for _, tc := range []struct{ method, url, bucket, op string }{
+		{"GET", "/storage/v1/b/bkt/o?prefix=db%2F&delimiter=%2F", "bkt", "list"},
+		{"GET", "/storage/v1/b/bkt/o/db%2Ft0.deleted?alt=media", "bkt", "get"},
+		{"GET", "/storage/v1/b/bkt/o/db%2Ft0.deleted", "bkt", "metadata"},
+		{"POST", "/upload/storage/v1/b/bkt/o?uploadType=multipart&ifGenerationMatch=0", "bkt", "upload"},
+		{"DELETE", "/storage/v1/b/bkt/o/db%2Ft0.lance%2Fdata%2F1.lance?ifGenerationMatch=7", "bkt", "delete"},
+		{"POST", "/batch/storage/v1", "", "other"},
+	} {
+		r := httptest.NewRequest(tc.method, tc.url, nil)
+		bucket, op := gcsOperation(r)
+		require.Equal(t, tc.bucket, bucket, tc.url)
+		require.Equal(t, tc.op, op, tc.url)
+	}
 }

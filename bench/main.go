@@ -1,6 +1,7 @@
 // Command bench measures reaper's purge against awscli, rclone and rm -rf on
 // the same machine, in the same run, on identical fresh copies of synthetic
-// Lance tables, and writes the results table to BENCHMARKS.md.
+// Lance tables, and reaper's purge on Google Cloud Storage's emulator
+// (fake-gcs-server, gcs.go), and writes the results table to BENCHMARKS.md.
 //
 //	go run ./bench            # full run (10k and 100k objects on S3, 1M local files)
 //	go run ./bench --quick    # 10k objects, smaller local runs
@@ -27,6 +28,7 @@ import (
 // config is what one benchmark run measures.
 type config struct {
 	Quick         bool
+	GCSSizes      []int // objects per table on fake-gcs-server; none: no GCS scenario
 	Reps          int
 	Sizes         []int // objects per table on S3
 	LocalSizes    []int // objects per table for reaper vs rm -rf
@@ -49,10 +51,11 @@ type config struct {
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	c := config{}
-	var sizes, local, peers string
+	var sizes, local, peers, gcsSizes string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000)")
+	fs.StringVar(&gcsSizes, "gcs-sizes", "10000", "objects per table on Google Cloud Storage (fake-gcs-server, emulator figures; its uploads slow down as a bucket grows, ~45 objects/s at 10,000), comma-separated; \"none\" skips it")
 	fs.StringVar(&local, "local-sizes", "", "objects per table for the local reaper vs rm -rf runs (default 10000,100000; quick 10000)")
 	fs.IntVar(&c.RSSObjects, "rss-objects", 1_000_000, "objects in the local table purged for the peak-RSS check")
 	fs.IntVar(&c.ObjSize, "object-size", 64, "bytes per synthetic object")
@@ -79,6 +82,11 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.LocalSizes, err = intList(local, def); err != nil {
 		return c, err
+	}
+	if gcsSizes != "none" {
+		if c.GCSSizes, err = intList(gcsSizes, "10000"); err != nil {
+			return c, err
+		}
 	}
 	c.RSSPeer = !c.Quick
 	for _, p := range strings.Split(peers, ",") {

@@ -48,6 +48,16 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 	for _, n := range c.Sizes {
 		steps = append(steps, func() error { return s3Purge(ctx, c, t, gw, n, now, rep) })
 	}
+	if t.FakeGCS != "" {
+		fg, err := startFakeGCS(ctx, t.FakeGCS, c.WorkDir)
+		if err != nil {
+			return err
+		}
+		defer fg.stop()
+		for _, n := range c.GCSSizes {
+			steps = append(steps, func() error { return gcsPurge(ctx, c, t, fg, n, rep) })
+		}
+	}
 	for _, n := range c.LocalSizes {
 		steps = append(steps, func() error { return localPurge(ctx, c, t, n, c.Reps, true, now, rep) })
 	}
@@ -132,7 +142,14 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 			if err := exec.CommandContext(ctx, "cp", "-a", tpl, filepath.Join(dir, "db", lifecycle.TableDir("t0"))).Run(); err != nil {
 				return fmt.Errorf("copy template: %w", err)
 			}
-			if err := gw.put(ctx, bucket, "db/"+lifecycle.MarkerKey("t0"), markerBody(now)); err != nil {
+			// The marker as a file too, dated with the drop: due-ness also
+			// counts the TTL from the marker's LastModified, so a marker PUT
+			// now would not be due for its TTL.
+			marker := filepath.Join(dir, "db", lifecycle.MarkerKey("t0"))
+			if err := os.WriteFile(marker, markerBody(now), 0o644); err != nil {
+				return err
+			}
+			if err := os.Chtimes(marker, now.Add(-2*time.Hour), now.Add(-2*time.Hour)); err != nil {
 				return err
 			}
 			if r == 0 {
@@ -252,7 +269,11 @@ func localPurge(ctx context.Context, c config, t tools, n, reps int, withPeer bo
 			if err := writeTable(filepath.Join(root, lifecycle.TableDir("t0")), n, c.ObjSize, dataMtime(now), 4); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(root, lifecycle.MarkerKey("t0")), markerBody(now), 0o644); err != nil {
+			// A local file's LastModified is the later of its mtime and its
+			// ctime, which cannot be set back: the drop is dated after the
+			// files were written (the identity fence), and the TTL is 1 ms
+			// (due-ness counts it from the marker's LastModified too).
+			if err := os.WriteFile(filepath.Join(root, lifecycle.MarkerKey("t0")), lifecycle.EncodeMarker(time.Now(), time.Millisecond), 0o644); err != nil {
 				return err
 			}
 			syscall.Sync()

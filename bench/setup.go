@@ -13,6 +13,7 @@ import (
 // tools are the binaries one run compares, with their versions.
 type tools struct {
 	Reaper, VersityGW, AWS, Rclone string
+	FakeGCS                        string // "" when the GCS scenarios are off
 	Versions                       map[string]string
 }
 
@@ -33,6 +34,11 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 		if err := sh(ctx, c.Repo, "scripts/install-versitygw.sh"); err != nil {
 			return t, err
 		}
+		if len(c.GCSSizes) > 0 {
+			if err := sh(ctx, c.Repo, "scripts/install-fake-gcs-server.sh"); err != nil {
+				return t, err
+			}
+		}
 		if err := sh(ctx, c.Repo, "make", "build"); err != nil {
 			return t, err
 		}
@@ -41,6 +47,16 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 	t.VersityGW = filepath.Join(c.Repo, ".tools", "bin", "versitygw")
 	if v := os.Getenv("REAPER_VERSITYGW"); v != "" {
 		t.VersityGW = v
+	}
+	if len(c.GCSSizes) > 0 {
+		t.FakeGCS = filepath.Join(c.Repo, ".tools", "bin", "fake-gcs-server")
+		if v := os.Getenv("REAPER_FAKE_GCS"); v != "" {
+			t.FakeGCS = v
+		}
+		if _, err := os.Stat(t.FakeGCS); err != nil {
+			return t, fmt.Errorf("%s missing (run without --install=false, or with --gcs-sizes none): %w", t.FakeGCS, err)
+		}
+		t.Versions["fake-gcs-server"] = modVersion(ctx, t.FakeGCS, "github.com/fsouza/fake-gcs-server")
 	}
 	t.AWS, t.Rclone = lookAWS(), lookPath("rclone")
 	for _, p := range []string{t.Reaper, t.VersityGW} {

@@ -182,6 +182,7 @@ func TestKustomizationsBuild(t *testing.T) {
 		"kubernetes/base",
 		"kubernetes/cronjob",
 		"kubernetes/daemon",
+		"kubernetes/examples/gcs-workload-identity",
 		"kubernetes/examples/s3-irsa",
 		"kubernetes/examples/sharded",
 		"kubernetes/examples/sidecar",
@@ -623,6 +624,36 @@ func TestS3IRSAExample(t *testing.T) {
 	for _, m := range c.VolumeMounts {
 		require.NotEqual(t, "lancedb", m.Name)
 	}
+	var push string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--pushgateway="); ok {
+			push = v
+		}
+	}
+	require.Regexp(t, `^http://[a-z0-9.-]+:9091$`, push)
+}
+
+// TestGCSWorkloadIdentityExample: the Workload Identity annotation on the
+// ServiceAccount the pods use, a gs:// root and no storage options (the
+// metadata server's credentials), pods on metadata-server nodes, no local
+// data volume, and a push to a Pushgateway.
+func TestGCSWorkloadIdentityExample(t *testing.T) {
+	dir := "kubernetes/examples/gcs-workload-identity"
+	b := buildOf(t, dir)
+	o, ok := b.find("ServiceAccount", "reaper")
+	require.True(t, ok)
+	sa := o.obj.(*corev1.ServiceAccount)
+	require.Regexp(t, `^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com$`, sa.Annotations["iam.gke.io/gcp-service-account"])
+	p := cronJobOf(t, dir)
+	require.Equal(t, "true", p.spec.Spec.NodeSelector["iam.gke.io/gke-metadata-server-enabled"])
+	c := p.reaperContainers()[0]
+	roots, ok := envValue(c, "REAPER_ROOTS")
+	require.True(t, ok)
+	require.True(t, strings.HasPrefix(roots, "gs://"), roots)
+	for _, e := range c.Env {
+		require.NotContains(t, e.Name, "GOOGLE_APPLICATION_CREDENTIALS", "Workload Identity needs no key file")
+	}
+	require.Nil(t, p.volume("lancedb"), "the local data volume is gone")
 	var push string
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--pushgateway="); ok {

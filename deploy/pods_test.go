@@ -204,7 +204,7 @@ const allowShortTTL = "REAPER_SAFETY_ALLOW_SHORT_TTL"
 // gets the run's metrics. The sharded example's pods split the roots: each
 // table is purged by exactly one index.
 func TestCronJobPodsPass(t *testing.T) {
-	for _, dir := range []string{"kubernetes/cronjob", "kubernetes/examples/s3-irsa", "kubernetes/examples/sharded"} {
+	for _, dir := range []string{"kubernetes/cronjob", "kubernetes/examples/s3-irsa", "kubernetes/examples/gcs-workload-identity", "kubernetes/examples/sharded"} {
 		t.Run(dir, func(t *testing.T) {
 			p := cronJobOf(t, dir)
 			c := p.reaperContainers()[0]
@@ -221,9 +221,10 @@ func TestCronJobPodsPass(t *testing.T) {
 			}
 			var hostRoots []string
 			for i, r := range roots {
-				if strings.HasPrefix(r, "s3://") {
-					// S3 itself is exercised by the metrics pass (versitygw);
-					// here a local directory stands in for the bucket.
+				if strings.HasPrefix(r, "s3://") || strings.HasPrefix(r, "gs://") {
+					// S3 itself is exercised by the metrics pass (versitygw),
+					// GCS by the repository's tests (fake-gcs-server); here a
+					// local directory stands in for the bucket.
 					r = filepath.Join(t.TempDir(), fmt.Sprintf("s3-%d", i))
 					require.NoError(t, os.MkdirAll(r, 0o755))
 					overrides["REAPER_ROOTS"] = strings.Join(append(hostRoots, r), ",")

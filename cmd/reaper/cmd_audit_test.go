@@ -167,7 +167,7 @@ func TestAuditUsageErrors(t *testing.T) {
 		"missing dir":      {func(o *auditOptions) { o.Location = filepath.Join(dir, "nope") }, "does not exist"},
 		"inside a table":   {func(o *auditOptions) { o.Location = table }, "inside table directory"},
 		"s3 inside table":  {func(o *auditOptions) { o.Location = "s3://bucket/db/t.lance/audit" }, "inside table directory"},
-		"bad scheme":       {func(o *auditOptions) { o.Location = "gs://bucket/x" }, "unsupported scheme"},
+		"bad scheme":       {func(o *auditOptions) { o.Location = "ftp://bucket/x" }, "unsupported scheme"},
 		"option on local":  {func(o *auditOptions) { o.StorageOptions = []string{"aws_region=us-east-1"} }, "s3:// roots only"},
 		"malformed option": {func(o *auditOptions) { o.StorageOptions = []string{"aws_region"} }, "missing '='"},
 		"bad output":       {func(o *auditOptions) { o.Output = "yaml" }, "want table or json"},

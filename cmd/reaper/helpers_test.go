@@ -52,6 +52,9 @@ func newBackend(t *testing.T, r objstoretest.Root) backend {
 	if r.S3 != nil {
 		return s3Backend(t, r)
 	}
+	if r.GCS != nil {
+		return bucketBackend(t, r)
+	}
 	root := r.Dir
 	return backend{
 		name:      "local",
@@ -134,7 +137,51 @@ func s3Backend(t *testing.T, r objstoretest.Root) backend {
 	}
 }
 
-// forEachBackend runs fn as a subtest against local and S3
+// bucketBackend is a root of a bucket store whose setup and checks go
+// through a bare store of the root itself (outside the commands).
+func bucketBackend(t *testing.T, r objstoretest.Root) backend {
+	var kvs []string
+	for k, v := range r.Options {
+		kvs = append(kvs, k+"="+v)
+	}
+	slices.Sort(kvs)
+	ctx := context.Background()
+	st := r.Open(t)
+	return backend{
+		name:  r.Backend,
+		clock: objstoretest.NewClock(),
+		opts:  storeOptions{globalOptions: quiet(), Root: r.URI, StorageOptions: kvs},
+		put: func(t *testing.T, key string, body []byte, _ time.Time) {
+			_, err := st.Put(ctx, key, body)
+			require.NoError(t, err)
+		},
+		get: func(t *testing.T, key string) ([]byte, bool) {
+			b, _, err := st.Get(ctx, key)
+			if errors.Is(err, objstore.ErrNotFound) {
+				return nil, false
+			}
+			require.NoError(t, err)
+			return b, true
+		},
+		keys: func(t *testing.T) []string {
+			var keys []string
+			require.NoError(t, st.Walk(ctx, "", func(objs []objstore.Object) error {
+				for _, o := range objs {
+					keys = append(keys, o.Key)
+				}
+				return nil
+			}))
+			slices.Sort(keys)
+			return keys
+		},
+		store: func(t *testing.T) objstore.Store { return r.Open(t) },
+	}
+}
+
+// gcsBackend is a root on the GCS test server (fake-gcs-server).
+func gcsBackend(t *testing.T) backend { return newBackend(t, objstoretest.GCSStore.NewRoot(t)) }
+
+// forEachBackend runs fn as a subtest against local, S3 and GCS
 // (objstoretest.Shared: the backends the CLI opens by URI).
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {

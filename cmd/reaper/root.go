@@ -30,6 +30,10 @@ path such as ./data is made absolute before it is opened. S3 settings come
 from repeated --storage-option key=value (Lance's names: aws_endpoint,
 aws_region, aws_access_key_id, aws_secret_access_key, aws_session_token,
 allow_http, aws_virtual_hosted_style_request), else from the AWS SDK chain.
+Google Cloud Storage roots are gs://bucket/prefix; their options are
+google_service_account (a key file), google_service_account_key (the key
+JSON, secret), google_application_credentials and allow_http, else
+Application Default Credentials (GKE workload identity included).
 
 Durations (--ttl, --default-ttl, --skew-allowance) are Go durations (90m,
 36h) or days (7d, 1.5d, 1d12h), and must be positive.
@@ -155,9 +159,9 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 // root; g is copied in when the command runs.
 func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Root, "root", "",
-		"database root (required): /abs/path, file:///abs/path or s3://bucket/prefix; a relative path is made absolute")
+		"database root (required): /abs/path, file:///abs/path, s3://bucket/prefix or gs://bucket/prefix; a relative path is made absolute")
 	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
-		"storage option key=value for s3:// roots, repeatable (e.g. aws_region=us-east-1)")
+		"storage option key=value for s3:// and gs:// roots, repeatable (e.g. aws_region=us-east-1)")
 }
 
 // logger builds the stderr logger from --log-format and --log-level.

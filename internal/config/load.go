@@ -25,6 +25,8 @@ var ignoredEnv = struct{ names, prefixes []string }{
 		"REAPER_VERSITYGW",    // objstoretest: versitygw binary
 		"REAPER_REQUIRE_S3",   // objstoretest: fail instead of skip without S3
 		"REAPER_REQUIRE_SPIN", // model: fail instead of skip without spin
+		"REAPER_FAKE_GCS",     // objstoretest: fake-gcs-server binary
+		"REAPER_REQUIRE_GCS",  // objstoretest: fail instead of skip without GCS
 		"REAPER_CLOCK_OFFSET", // cmd/reaper: shifts the wall clock (chaos replicas)
 		"REAPER_LOCAL_CHILD",  // objstore/local cross-process test child
 		"REAPER_LOCAL_CHILD_ID",

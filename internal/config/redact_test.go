@@ -43,3 +43,18 @@ func TestRedacted(t *testing.T) {
 
 	require.Equal(t, Default(), Default().Redacted(), "nothing to redact")
 }
+
+// The GCS inline key is secret by its backend's descriptor; the key file's
+// path is not.
+func TestRedactedGCS(t *testing.T) {
+	t.Parallel()
+	c := valid()
+	c.Roots = []Root{{URI: "gs://b/db", StorageOptions: map[string]string{"google_service_account_key": `{"private_key":"s3cr3t-pem"}`}}}
+	c.Audit = Audit{Location: "gs://b/audit", StorageOptions: map[string]string{"google_service_account": "/etc/sa.json"}}
+	r := c.Redacted()
+	out, err := yaml.Marshal(r)
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "s3cr3t-pem")
+	require.Equal(t, RedactedValue, r.Roots[0].StorageOptions["google_service_account_key"])
+	require.Equal(t, "/etc/sa.json", r.Audit.StorageOptions["google_service_account"])
+}

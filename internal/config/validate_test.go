@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 		{"blast percent high", func(c *Config) { c.Safety.BlastRadiusMaxPercent = 101 }, "safety.blast_radius_max_percent", "101", "0 for no cap"},
 		{"blast percent low", func(c *Config) { c.Safety.BlastRadiusMaxPercent = -1 }, "safety.blast_radius_max_percent", "-1", "share of a root's tables"},
 		{"root relative", func(c *Config) { c.Roots[0].URI = "data/lance" }, "roots[0].uri", "data/lance", "fix the URI"},
-		{"root scheme", func(c *Config) { c.Roots[0].URI = "gs://b/p" }, "roots[0].uri", "gs://b/p", "fix the URI"},
+		{"root scheme", func(c *Config) { c.Roots[0].URI = "ftp://b/p" }, "roots[0].uri", "ftp://b/p", "fix the URI"},
 		{"root star", func(c *Config) { c.Roots[0].URI = "/data/*" }, "roots[0].uri", "/data/*", "discover"},
 		{"root duplicate", func(c *Config) { c.Roots = append(c.Roots, Root{URI: "file:///var/lib/lancedb/"}) }, "roots[1].uri", "file:///var/lib/lancedb/", "list each root once"},
 		{"file root storage option", func(c *Config) { c.Roots[0].StorageOptions = s3ok }, "roots[0].storage_options", "aws_region", "remove them"},
@@ -75,7 +75,7 @@ func TestValidate(t *testing.T) {
 		{"discover no star", func(c *Config) { c.Discover = []Root{{URI: "/data/tenants/"}} }, "discover[0].uri", "/data/tenants/", "/*/"},
 		{"discover partial star", func(c *Config) { c.Discover = []Root{{URI: "/data/t-*/"}} }, "discover[0].uri", "t-*", "/*/"},
 		{"discover inner star", func(c *Config) { c.Discover = []Root{{URI: "s3://b/*/x/*/"}} }, "discover[0].uri", "s3://b/*/x/*/", "/*/"},
-		{"discover bad parent", func(c *Config) { c.Discover = []Root{{URI: "gs://b/*/"}} }, "discover[0].uri", "gs://b", "/*/"},
+		{"discover bad parent", func(c *Config) { c.Discover = []Root{{URI: "ftp://b/*/"}} }, "discover[0].uri", "ftp://b", "/*/"},
 		{"discover file option", func(c *Config) { c.Discover = []Root{{URI: "/d/*/", StorageOptions: s3ok}} }, "discover[0].storage_options", "aws_region", "remove them"},
 		{"discover s3 option", func(c *Config) {
 			c.Discover = []Root{{URI: "s3://b/*/", StorageOptions: map[string]string{"allow_http": "maybe"}}}

@@ -356,6 +356,8 @@ func TestCheckLocation(t *testing.T) {
 		"/data/lancedb/my_table.lance":       "inside table directory",
 		"/data/lancedb/my_table.lance/audit": "inside table directory",
 		"s3://bucket/db/t.lance/_ledger":     "inside table directory",
+		"gs://bucket/audit":                  "",
+		"gs://bucket/db/t.lance/_ledger":     "inside table directory",
 		"relative/dir":                       "relative paths",
 		"":                                   "empty",
 	} {

@@ -11,20 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
 // Env variables that tell a child process which store to open.
 const (
 	childDirEnv   = "REAPER_LOCK_TEST_DIR"        // local store root
-	childS3URIEnv = "REAPER_LOCK_TEST_S3_URI"     // s3:// root
+	childS3URIEnv = "REAPER_LOCK_TEST_S3_URI"     // s3:// or gs:// root
 	childS3OptEnv = "REAPER_LOCK_TEST_S3_OPTIONS" // JSON storage options
 )
 
-// stopBackends stops the versitygw server the S3 harness may have started.
-func stopBackends() { objstoretest.StopS3() }
+// stopBackends stops the test servers the harness may have started.
+func stopBackends() {
+	objstoretest.StopS3()
+	objstoretest.StopGCS()
+}
 
 // childEnv is the env that lets a child process open root too.
 func childEnv(t *testing.T, root objstoretest.Root) []string {
@@ -42,7 +45,7 @@ func childEnv(t *testing.T, root objstoretest.Root) []string {
 // where every step is a round trip through a race-instrumented SDK.
 func forEachChildBackend(t *testing.T, fn func(t *testing.T, s objstore.Store, env []string, iters int)) {
 	t.Helper()
-	iters := map[string]int{objstoretest.Local.Name: 12, objstoretest.S3Store.Name: 6}
+	iters := map[string]int{objstoretest.Local.Name: 12, objstoretest.S3Store.Name: 6, objstoretest.GCSStore.Name: 6}
 	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
 		t.Parallel()
 		root := b.NewRoot(t)
@@ -63,9 +66,5 @@ func openChildStore(ctx context.Context) (objstore.Store, error) {
 	if err := json.Unmarshal([]byte(os.Getenv(childS3OptEnv)), &opts); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", childS3OptEnv, err)
 	}
-	loc, err := objstore.ParseLocation(uri)
-	if err != nil {
-		return nil, err
-	}
-	return s3.Open(ctx, loc, opts)
+	return all.Open(ctx, uri, opts)
 }

@@ -13,7 +13,7 @@ import (
 // FuzzParseLocation checks the root-URI grammar on any string. Seeds live in
 // testdata/fuzz/FuzzParseLocation. Properties:
 //   - it never panics; an error names the URI's accepted forms;
-//   - a file root is an absolute, clean path without NUL; an s3 root has a
+//   - a file root is an absolute, clean path without NUL; an s3 or gs root has a
 //     bucket without '/', '?' or '#' and a prefix that is "" or a valid key
 //     without leading or trailing '/';
 //   - the canonical URI (String) parses back to the same location: a root
@@ -21,6 +21,7 @@ import (
 //     directory or prefix, never a neighbour.
 func FuzzParseLocation(f *testing.F) {
 	f.Add("s3://bucket/prefix")
+	f.Add("gs://bucket/prefix")
 	f.Fuzz(func(t *testing.T, uri string) {
 		loc, err := objstore.ParseLocation(uri)
 		if err != nil {
@@ -34,7 +35,7 @@ func FuzzParseLocation(f *testing.F) {
 			require.NotContains(t, loc.Path, "\x00")
 			require.Empty(t, loc.Bucket)
 			require.Empty(t, loc.Prefix)
-		case objstore.SchemeS3:
+		case objstore.SchemeS3, objstore.SchemeGS:
 			require.NotEmpty(t, loc.Bucket)
 			require.False(t, strings.ContainsAny(loc.Bucket, "/?#"), "bucket %q", loc.Bucket)
 			require.False(t, strings.HasPrefix(loc.Prefix, "/") || strings.HasSuffix(loc.Prefix, "/"), "prefix %q", loc.Prefix)

@@ -13,6 +13,7 @@ type Scheme string
 const (
 	SchemeFile Scheme = "file"
 	SchemeS3   Scheme = "s3"
+	SchemeGS   Scheme = "gs"
 )
 
 // Location is a parsed root URI.
@@ -20,7 +21,7 @@ type Location struct {
 	Scheme Scheme
 	// Path is the absolute, cleaned directory for file roots.
 	Path string
-	// Bucket and Prefix are set for s3 roots; Prefix has no leading or
+	// Bucket and Prefix are set for s3 and gs roots; Prefix has no leading or
 	// trailing "/" ("" for the bucket root).
 	Bucket string
 	Prefix string
@@ -57,6 +58,11 @@ func (l Location) String() string {
 			return "s3://" + l.Bucket
 		}
 		return "s3://" + l.Bucket + "/" + l.Prefix
+	case SchemeGS:
+		if l.Prefix == "" {
+			return "gs://" + l.Bucket
+		}
+		return "gs://" + l.Bucket + "/" + l.Prefix
 	default:
 		// Escaped, so that a path holding '%', '?', '#' or a space parses
 		// back to the same directory (ParseLocation unescapes file URIs).
@@ -64,10 +70,10 @@ func (l Location) String() string {
 	}
 }
 
-const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix"
+const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix"
 
-// ParseLocation parses a root URI: "/abs/path", "file:///abs/path" or
-// "s3://bucket/prefix". Anything else is an error naming the URI and the
+// ParseLocation parses a root URI: "/abs/path", "file:///abs/path",
+// "s3://bucket/prefix" or "gs://bucket/prefix". Anything else is an error naming the URI and the
 // accepted forms.
 func ParseLocation(uri string) (Location, error) {
 	bad := func(why string) (Location, error) {
@@ -95,8 +101,8 @@ func ParseLocation(uri string) (Location, error) {
 			return bad("file path must be absolute")
 		}
 		return Location{Scheme: SchemeFile, Path: filepath.Clean(u.Path)}, nil
-	case strings.HasPrefix(uri, "s3://"):
-		rest := strings.TrimPrefix(uri, "s3://")
+	case strings.HasPrefix(uri, "s3://"), strings.HasPrefix(uri, "gs://"):
+		scheme, rest, _ := strings.Cut(uri, "://")
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {
 			return bad("missing bucket")
@@ -110,7 +116,7 @@ func ParseLocation(uri string) (Location, error) {
 				return bad("prefix has an empty, \".\" or \"..\" segment")
 			}
 		}
-		return Location{Scheme: SchemeS3, Bucket: bucket, Prefix: prefix}, nil
+		return Location{Scheme: Scheme(scheme), Bucket: bucket, Prefix: prefix}, nil
 	default:
 		if i := strings.Index(uri, "://"); i > 0 {
 			return bad(fmt.Sprintf("unsupported scheme %q", uri[:i]))

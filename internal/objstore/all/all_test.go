@@ -8,6 +8,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
@@ -22,15 +23,19 @@ func TestOpenErrors(t *testing.T) {
 		options   map[string]string
 		want      []string
 	}{
-		{"bad scheme", "gs://bucket/x", nil, []string{`unsupported scheme "gs"`, "accepted forms"}},
+		{"bad scheme", "ftp://bucket/x", nil, []string{`unsupported scheme "ftp"`, "accepted forms"}},
 		{"relative path", "data/lance", nil, []string{"relative paths are not accepted"}},
 		{"empty", "", nil, []string{"empty"}},
-		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, []string{`storage option "aws_region" applies to s3:// roots only`}},
-		{"file URI with storage option", "file://" + dir, map[string]string{"allow_http": "true"}, []string{`storage option "allow_http" applies to s3:// roots only`}},
+		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, []string{`storage option "aws_region" applies to gs:// and s3:// roots only`}},
+		{"file URI with storage option", "file://" + dir, map[string]string{"allow_http": "true"}, []string{`storage option "allow_http" applies to gs:// and s3:// roots only`}},
 		{"missing directory", dir + "/nope", nil, []string{"does not exist"}},
 		{"s3 unknown option", "s3://bkt/p", map[string]string{"aws_regoin": "x"}, []string{`unknown storage option "aws_regoin"`, "accepted: "}},
 		{"s3 http without allow_http", "s3://bkt", map[string]string{"aws_endpoint": "http://127.0.0.1:1"}, []string{"allow_http=true"}},
 		{"s3 missing bucket", "s3:///p", nil, []string{"missing bucket"}},
+		{"gs missing bucket", "gs:///p", nil, []string{"missing bucket"}},
+		{"gs unknown option", "gs://bkt/p", map[string]string{"google_service_acount": "x"}, []string{`unknown storage option "google_service_acount"`, "accepted: allow_http, google_application_credentials"}},
+		{"gs key not JSON", "gs://bkt", map[string]string{"google_service_account_key": "s3cr3t{"}, []string{"not a JSON service account key"}},
+		{"gs http without allow_http", "gs://bkt", map[string]string{"google_service_account_key": `{"gcs_base_url":"http://127.0.0.1:1","disable_oauth":true}`}, []string{"allow_http=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := all.Open(t.Context(), tc.uri, tc.options)
@@ -58,6 +63,14 @@ func TestOpenDispatch(t *testing.T) {
 	require.NotContains(t, st.URI(), srv.SecretKey)
 	_, err = st.Put(t.Context(), "k", []byte("v"))
 	require.NoError(t, err, "put through the opened store")
+
+	gsrv := objstoretest.GCS(t)
+	st, err = all.Open(t.Context(), gsrv.URI("a/b"), gsrv.Options())
+	require.NoError(t, err)
+	require.IsType(t, &gcs.Store{}, st)
+	require.Equal(t, gsrv.URI("a/b"), st.URI())
+	_, err = st.Put(t.Context(), "k", []byte("v"))
+	require.NoError(t, err, "put through the opened gcs store")
 }
 
 func TestRegistry(t *testing.T) {
@@ -74,7 +87,7 @@ func TestRegistry(t *testing.T) {
 
 	_, err := r.Open(t.Context(), "s3://bkt", nil, objstore.OpenEnv{})
 	require.ErrorContains(t, err, `no backend for scheme "s3"`)
-	require.Equal(t, []objstore.Scheme{objstore.SchemeFile, objstore.SchemeS3}, all.Default().Schemes())
+	require.Equal(t, []objstore.Scheme{objstore.SchemeFile, objstore.SchemeGS, objstore.SchemeS3}, all.Default().Schemes())
 }
 
 // TestOptionsFromDescriptors pins that validation and secrecy come from the
@@ -90,7 +103,11 @@ func TestOptionsFromDescriptors(t *testing.T) {
 	require.Equal(t, []string{"allow_http", "aws_access_key_id", "aws_endpoint", "aws_region", "aws_secret_access_key",
 		"aws_session_token", "aws_virtual_hosted_style_request"}, r.OptionNames(objstore.SchemeS3))
 	require.Empty(t, r.OptionNames(objstore.SchemeFile))
-	require.Equal(t, "applies to s3:// roots only", r.TakesOptions())
+	require.Equal(t, []string{"allow_http", "google_application_credentials", "google_service_account",
+		"google_service_account_key"}, r.OptionNames(objstore.SchemeGS))
+	require.True(t, r.IsSecretOption(gcs.OptServiceAccountKey))
+	require.False(t, r.IsSecretOption(gcs.OptServiceAccount), "a path, not a secret")
+	require.Equal(t, "applies to gs:// and s3:// roots only", r.TakesOptions())
 
 	// A backend without its own CheckOptions accepts exactly its names.
 	fake := all.NewRegistry()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
@@ -41,7 +42,10 @@ type Root struct {
 	Dir string
 	// S3 is the server and bucket on the S3 backend (nil otherwise); the
 	// root's keys are under RootPrefix there.
-	S3   *S3Server
+	S3 *S3Server
+	// GCS is the server and bucket on the GCS backend (nil otherwise); the
+	// root's keys are under RootPrefix there.
+	GCS  *GCSServer
 	open func(t testing.TB) objstore.Store
 }
 
@@ -62,13 +66,16 @@ var (
 	// S3Store is a real S3 server (versitygw, see S3), each root under
 	// RootPrefix of a fresh bucket.
 	S3Store = Backend{Name: "s3", NewRoot: newS3Root}
+	// GCSStore is a GCS emulator (fake-gcs-server, see GCS), each root
+	// under RootPrefix of a fresh bucket.
+	GCSStore = Backend{Name: "gcs", NewRoot: newGCSRoot}
 )
 
 // Backends are every backend, memory first.
-func Backends() []Backend { return []Backend{Memory, Local, S3Store} }
+func Backends() []Backend { return []Backend{Memory, Local, S3Store, GCSStore} }
 
 // Shared are the backends whose roots other processes can open too.
-func Shared() []Backend { return []Backend{Local, S3Store} }
+func Shared() []Backend { return []Backend{Local, S3Store, GCSStore} }
 
 // ForEachBackend runs fn as a subtest per backend, in order; with no
 // backends given, on Backends(). fn makes its roots with b.NewRoot.
@@ -110,6 +117,20 @@ func newS3Root(t testing.TB) Root {
 		return s
 	}
 	return Root{Backend: "s3", URI: uri, Options: srv.Options(), S3: &srv, open: open}
+}
+
+func newGCSRoot(t testing.TB) Root {
+	srv := GCS(t)
+	uri := srv.URI(RootPrefix)
+	open := func(t testing.TB) objstore.Store {
+		t.Helper()
+		loc, err := objstore.ParseLocation(uri)
+		require.NoError(t, err)
+		s, err := gcs.Open(t.Context(), loc, srv.Options())
+		require.NoError(t, err, "open %s", uri)
+		return s
+	}
+	return Root{Backend: "gcs", URI: uri, Options: srv.Options(), GCS: &srv, open: open}
 }
 
 // LocalPath is where key of a local root is on disk.

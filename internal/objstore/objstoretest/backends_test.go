@@ -33,9 +33,11 @@ func TestBackendsOpenFreshSharedRoots(t *testing.T) {
 		case S3Store.Name:
 			require.Equal(t, "lancedb/prod/t.lance/x", r.S3Key("t.lance/x"))
 			require.Equal(t, "s3://"+r.S3.Bucket+"/lancedb/prod", r.URI)
+		case GCSStore.Name:
+			require.Equal(t, "gs://"+r.GCS.Bucket+"/lancedb/prod", r.URI)
 		}
 	})
-	require.Equal(t, []string{"memory", "local", "s3"}, names)
+	require.Equal(t, []string{"memory", "local", "s3", "gcs"}, names)
 }
 
 func storeKeys(t *testing.T, s objstore.Store) []string {

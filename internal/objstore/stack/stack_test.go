@@ -126,8 +126,8 @@ func TestOpenErrors(t *testing.T) {
 		options   map[string]string
 		want      string
 	}{
-		{"bad scheme", "gs://bucket/x", nil, `unsupported scheme "gs"`},
-		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, `storage option "aws_region" applies to s3:// roots only`},
+		{"bad scheme", "ftp://bucket/x", nil, `unsupported scheme "ftp"`},
+		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, `storage option "aws_region" applies to gs:// and s3:// roots only`},
 		{"s3 unknown option", "s3://bkt/p", map[string]string{"aws_regoin": "x"}, `unknown storage option "aws_regoin"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

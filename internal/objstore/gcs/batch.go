@@ -1,0 +1,78 @@
+package gcs
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// This file owns batch deletes. The Go client has no batch call (the JSON
+// API's multipart batch endpoint is not exposed), so a batch is bounded
+// concurrent single deletes: each its own fenced request, each failure
+// named with its key.
+
+// DefaultDeleteConcurrency is how many deletes of one batch are in flight.
+const DefaultDeleteConcurrency = 32
+
+// DeleteBatch removes up to objstore.MaxBatchDelete keys. Missing keys count
+// as deleted. Once the fence refuses or ctx ends, keys not yet sent fail
+// with that error and nothing more is sent. Keys that fail come back in a
+// *objstore.BatchError, in the order they were given.
+func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
+	if err := objstore.CheckBatch(keys); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n := s.DeleteConcurrency
+	if n <= 0 {
+		n = DefaultDeleteConcurrency
+	}
+	var (
+		mu     sync.Mutex
+		failed []objstore.KeyError
+		stop   error // the fence's refusal or ctx's end, once seen
+		wg     sync.WaitGroup
+		work   = make(chan string)
+	)
+	for range min(n, len(keys)) {
+		wg.Go(func() {
+			for k := range work {
+				mu.Lock()
+				stopped := stop
+				mu.Unlock()
+				err := stopped
+				if err == nil {
+					err = s.Delete(ctx, k)
+				}
+				if err == nil {
+					continue
+				}
+				mu.Lock()
+				failed = append(failed, objstore.KeyError{Key: k, Err: err})
+				if stop == nil && (errors.Is(err, objstore.ErrFenced) || ctx.Err() != nil) {
+					stop = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	if len(failed) == 0 {
+		return nil
+	}
+	pos := make(map[string]int, len(keys))
+	for i, k := range keys {
+		pos[k] = i
+	}
+	slices.SortStableFunc(failed, func(a, b objstore.KeyError) int { return pos[a.Key] - pos[b.Key] })
+	return &objstore.BatchError{Failed: failed}
+}

@@ -1,0 +1,98 @@
+package gcs
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// Option adjusts how Open builds the client.
+type Option func(*openConfig)
+
+type openConfig struct {
+	transport http.RoundTripper
+}
+
+// WithTransport sends every request through rt (below authentication), so
+// callers can count requests or inject faults.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(oc *openConfig) { oc.transport = rt }
+}
+
+// Open returns a store over a gs location. Storage options (see
+// ParseOptions) pick the credentials; without them the client uses
+// Application Default Credentials. The client's own retries are off: a
+// retried conditional write may have landed, so retrying belongs in a
+// wrapper that knows the operation (IsTransient).
+func Open(ctx context.Context, loc objstore.Location, options map[string]string, opts ...Option) (*Store, error) {
+	if loc.Scheme != objstore.SchemeGS {
+		return nil, fmt.Errorf("open gcs store: %s is not a gs:// root", loc)
+	}
+	o, err := ParseOptions(options)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", loc, err)
+	}
+	var oc openConfig
+	for _, opt := range opts {
+		opt(&oc)
+	}
+	st := newStore(loc)
+	client, err := newClient(ctx, o, st.clock.recorder(oc.transport))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", loc, err)
+	}
+	st.client = client
+	return st, nil
+}
+
+// newClient builds the storage client over base (the transport that
+// records the store's clock), with authentication on top unless the key
+// disables it. Reads use the JSON API like everything else, so every
+// answer comes from one endpoint and maps to errors the same way.
+func newClient(ctx context.Context, o Options, base http.RoundTripper) (*storage.Client, error) {
+	rt := base
+	if !o.DisableOAuth {
+		var err error
+		if rt, err = htransport.NewTransport(ctx, base, credentialOptions(o)...); err != nil {
+			return nil, fmt.Errorf("google credentials: %w", err)
+		}
+	}
+	copts := []option.ClientOption{
+		option.WithHTTPClient(&http.Client{Transport: rt}),
+		option.WithTelemetryDisabled(),
+		storage.WithJSONReads(),
+	}
+	if o.Endpoint != "" {
+		copts = append(copts, option.WithEndpoint(strings.TrimSuffix(o.Endpoint, "/")+"/storage/v1/"))
+	}
+	client, err := storage.NewClient(ctx, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("storage client: %w", err)
+	}
+	client.SetRetry(storage.WithPolicy(storage.RetryNever))
+	return client, nil
+}
+
+// credentialOptions maps the credential storage options to the auth
+// library's; none means Application Default Credentials.
+func credentialOptions(o Options) []option.ClientOption {
+	opts := []option.ClientOption{option.WithScopes(storage.ScopeReadWrite)}
+	switch {
+	case o.ServiceAccountKey != "":
+		opts = append(opts, option.WithAuthCredentialsJSON(option.ServiceAccount, []byte(o.ServiceAccountKey)))
+	case o.ServiceAccountPath != "":
+		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, o.ServiceAccountPath))
+	case o.ApplicationCredentialsPath != "":
+		// An ADC file may hold a service account or a user's credentials;
+		// the library reads its type.
+		opts = append(opts, option.WithCredentialsFile(o.ApplicationCredentialsPath)) //nolint:staticcheck // the file's type is not known ahead
+	}
+	return opts
+}

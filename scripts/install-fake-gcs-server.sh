@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the fake-gcs-server GCS JSON API emulator (pinned version) into
+# <repo>/.tools/bin. Idempotent: does nothing when the binary there was built
+# from the pinned module version (read from its build info, `go version -m`).
+set -euo pipefail
+
+VERSION=v1.56.1
+MODULE=github.com/fsouza/fake-gcs-server
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$root/.tools/bin"
+
+installed_version() {
+	go version -m "$bin/fake-gcs-server" 2>/dev/null | awk -v m="$MODULE" '$1 == "mod" && $2 == m { print $3 }'
+}
+
+if [[ -x "$bin/fake-gcs-server" && "$(installed_version)" == "$VERSION" ]]; then
+	echo "fake-gcs-server $VERSION already installed in $bin"
+	exit 0
+fi
+
+mkdir -p "$bin"
+echo "installing fake-gcs-server $VERSION into $bin (about a minute cold)"
+GOBIN="$bin" go install "$MODULE@$VERSION"
+
+got="$(installed_version)"
+if [[ "$got" != "$VERSION" ]]; then
+	echo "install-fake-gcs-server: $bin/fake-gcs-server reports module version '${got}', want $VERSION" >&2
+	exit 1
+fi
+echo "fake-gcs-server $VERSION installed in $bin"
