@@ -212,7 +212,7 @@ func (c Config) validateOutputs(v *validator) {
 
 func insideTable(loc objstore.Location) bool {
 	p := loc.Path
-	if loc.Scheme == objstore.SchemeS3 {
+	if loc.Bucketed() {
 		p = loc.Prefix
 	}
 	for _, seg := range strings.Split(p, "/") {

@@ -17,7 +17,7 @@ func CheckLocation(uri string) error {
 		return fmt.Errorf("ledger location: %w", err)
 	}
 	path := loc.Path
-	if loc.Scheme == objstore.SchemeS3 {
+	if loc.Bucketed() {
 		path = loc.Prefix
 	}
 	for _, seg := range strings.Split(path, "/") {

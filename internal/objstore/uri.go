@@ -13,6 +13,10 @@ type Scheme string
 const (
 	SchemeFile Scheme = "file"
 	SchemeS3   Scheme = "s3"
+	// SchemeAzure is Azure Blob Storage: az://container/prefix, or the
+	// abfss://container@account.dfs.core.windows.net/prefix form Lance
+	// accepts too.
+	SchemeAzure Scheme = "az"
 )
 
 // Location is a parsed root URI.
@@ -20,11 +24,19 @@ type Location struct {
 	Scheme Scheme
 	// Path is the absolute, cleaned directory for file roots.
 	Path string
-	// Bucket and Prefix are set for s3 roots; Prefix has no leading or
-	// trailing "/" ("" for the bucket root).
+	// Bucket and Prefix are set for s3 roots (and az roots, where Bucket is
+	// the container); Prefix has no leading or trailing "/" ("" for the
+	// bucket root).
 	Bucket string
 	Prefix string
+	// Account is the Azure storage account an abfss:// root names; "" for
+	// az:// roots, whose account comes from the storage options.
+	Account string
 }
+
+// Bucketed reports whether the root is a bucket and key prefix (every
+// scheme but file), so Prefix, not Path, holds its key path.
+func (l Location) Bucketed() bool { return l.Scheme != SchemeFile }
 
 // String renders the canonical URI.
 func (l Location) String() string {
@@ -34,6 +46,8 @@ func (l Location) String() string {
 			return "s3://" + l.Bucket
 		}
 		return "s3://" + l.Bucket + "/" + l.Prefix
+	case SchemeAzure:
+		return azureString(l)
 	default:
 		// Escaped, so that a path holding '%', '?', '#' or a space parses
 		// back to the same directory (ParseLocation unescapes file URIs).
@@ -41,7 +55,7 @@ func (l Location) String() string {
 	}
 }
 
-const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix"
+const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, az://container/prefix, abfss://container@account.dfs.core.windows.net/prefix"
 
 // ParseLocation parses a root URI: "/abs/path", "file:///abs/path" or
 // "s3://bucket/prefix". Anything else is an error naming the URI and the
@@ -88,6 +102,12 @@ func ParseLocation(uri string) (Location, error) {
 			}
 		}
 		return Location{Scheme: SchemeS3, Bucket: bucket, Prefix: prefix}, nil
+	case strings.HasPrefix(uri, "az://"), strings.HasPrefix(uri, "abfss://"):
+		loc, why := parseAzure(uri)
+		if why != "" {
+			return bad(why)
+		}
+		return loc, nil
 	default:
 		if i := strings.Index(uri, "://"); i > 0 {
 			return bad(fmt.Sprintf("unsupported scheme %q", uri[:i]))

@@ -126,8 +126,8 @@ func isDatabase(ctx context.Context, st objstore.Store, prefix string) (bool, er
 // childLocation is the location of a child prefix ("tenant-a/") of parent.
 func childLocation(parent objstore.Location, child string) objstore.Location {
 	name := strings.TrimSuffix(child, "/")
-	switch parent.Scheme {
-	case objstore.SchemeS3:
+	switch {
+	case parent.Bucketed():
 		if parent.Prefix != "" {
 			name = parent.Prefix + "/" + name
 		}

@@ -16,6 +16,7 @@ import (
 	"slices"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
@@ -26,6 +27,7 @@ func Default() *Registry {
 	for _, b := range []objstore.Backend{
 		local.Backend(),
 		s3.Backend(),
+		azure.Backend(),
 	} {
 		if err := r.Register(b); err != nil {
 			panic(err) // a programming error in the list above

@@ -136,10 +136,12 @@ func StopS3() {
 	}
 }
 
-// Main runs the tests, then stops the S3 test server: call it from TestMain.
+// Main runs the tests, then stops the S3 and Azure test servers: call it
+// from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	StopS3()
+	StopAzure()
 	os.Exit(code)
 }
 
