@@ -120,7 +120,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 		return now, nil
 	}
 	before := s.clock.arrivals()
-	_, err := s.client.NewBlobClient(s.root + clockProbeKey).GetProperties(ctx, nil)
+	_, err := s.client.NewBlobClient(s.root+clockProbeKey).GetProperties(ctx, nil)
 	if err != nil && s.clock.arrivals() == before {
 		// No dated answer arrived: a network failure, not a 404.
 		if err = mapError(err); !errors.Is(err, objstore.ErrNotFound) {
