@@ -37,7 +37,7 @@ func parseAzure(uri string) (Location, string) {
 				account = a
 			}
 		}
-		if account == "" || strings.ContainsAny(account, ".:") {
+		if account == "" || strings.ContainsAny(account, ".:@") {
 			return Location{}, "abfss:// host must be account.dfs.core.windows.net (other clouds and custom endpoints: use az://container/prefix with azure_storage_endpoint)"
 		}
 		loc.Bucket, loc.Account = container, account
