@@ -17,7 +17,7 @@ import (
 const MaxBlobBatch = 256
 
 // DeleteBatch removes up to objstore.MaxBatchDelete keys with Blob Batch
-// requests of up to MaxBlobBatch deletes each, every request under the
+// requests of up to BatchSize (default MaxBlobBatch) deletes each, every request under the
 // fence. Keys travel in the sub-requests' URL paths, so any key the store
 // accepted can be named (unlike S3's XML body). A missing key counts as
 // deleted; keys that fail come back in a *objstore.BatchError, each with
@@ -28,8 +28,9 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 		return err
 	}
 	var failed []objstore.KeyError
-	for start := 0; start < len(keys); start += MaxBlobBatch {
-		chunk := keys[start:min(start+MaxBlobBatch, len(keys))]
+	size := s.batchSize()
+	for start := 0; start < len(keys); start += size {
+		chunk := keys[start:min(start+size, len(keys))]
 		perKey, err := s.submit(ctx, chunk)
 		if err != nil {
 			if start == 0 && !errors.Is(err, objstore.ErrFenced) && ctx.Err() == nil {
@@ -46,6 +47,13 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 		return &objstore.BatchError{Failed: failed}
 	}
 	return nil
+}
+
+func (s *Store) batchSize() int {
+	if s.BatchSize > 0 && s.BatchSize < MaxBlobBatch {
+		return s.BatchSize
+	}
+	return MaxBlobBatch
 }
 
 // submit sends one Blob Batch of deletes and returns its per-key failures.

@@ -32,6 +32,11 @@ type Store struct {
 	// PageSize is the MaxResults of each listing request (DefaultPageSize
 	// when zero); tests lower it to exercise paging.
 	PageSize int32
+	// BatchSize is how many deletes one Blob Batch request carries
+	// (MaxBlobBatch when zero or larger). Tests against Azurite lower it:
+	// the emulator spends time linear in its blob count on each delete, so
+	// a full batch can outlast the lease's per-request limit there.
+	BatchSize int
 	// ClockMaxAge is how old the latest Date may be before Now sends a
 	// request for a fresh one (DefaultClockMaxAge when zero).
 	ClockMaxAge time.Duration

@@ -120,6 +120,15 @@ func Azure(t testing.TB) AzureServer {
 	if _, err := p.client.CreateContainer(ctx, name, nil); err != nil {
 		t.Fatalf("objstoretest: create test container: %v", err)
 	}
+	// Azurite's cost per request grows with the blobs it holds in all
+	// containers, so each test removes its own.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.client.DeleteContainer(ctx, name, nil); err != nil {
+			t.Logf("objstoretest: delete test container %s: %v", name, err)
+		}
+	})
 	return AzureServer{Endpoint: p.endpoint, Account: AzuriteAccount, Key: AzuriteKey, Container: name, Client: p.client}
 }
 
