@@ -27,12 +27,17 @@ type facadeRoot struct {
 }
 
 // facadeBackends are the stores the public API is tested on: a local
-// directory and a bucket of the real S3 test server.
+// directory, a bucket of the real S3 test server and a container of the
+// Azure test server (Azurite).
 func facadeBackends(t *testing.T) map[string]func(t *testing.T) facadeRoot {
 	return map[string]func(t *testing.T) facadeRoot{
 		"local": func(t *testing.T) facadeRoot { return facadeRoot{uri: t.TempDir()} },
 		"s3": func(t *testing.T) facadeRoot {
 			s := objstoretest.S3(t)
+			return facadeRoot{uri: s.URI("db"), opts: s.Options(), clockSlack: 2 * time.Second}
+		},
+		"azure": func(t *testing.T) facadeRoot {
+			s := objstoretest.Azure(t)
 			return facadeRoot{uri: s.URI("db"), opts: s.Options(), clockSlack: 2 * time.Second}
 		},
 	}

@@ -135,10 +135,11 @@ func s3Backend(t *testing.T) backend {
 	}
 }
 
-// forEachBackend runs fn as a subtest against local and S3.
+// forEachBackend runs fn as a subtest against local, S3 and Azure.
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	t.Run("local", func(t *testing.T) { fn(t, localBackend(t)) })
 	t.Run("s3", func(t *testing.T) { fn(t, s3Backend(t)) })
+	t.Run("azure", func(t *testing.T) { fn(t, azureBackend(t)) })
 }
 
 // quiet sends logs nowhere.

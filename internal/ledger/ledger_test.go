@@ -28,7 +28,8 @@ import (
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
 
-// backends opens a fresh, empty store per backend; S3 skips without a server.
+// backends opens a fresh, empty store per backend; S3 and Azure skip
+// without a server.
 var backends = []struct {
 	name string
 	open func(t *testing.T) objstore.Store
@@ -41,6 +42,12 @@ var backends = []struct {
 	}},
 	{"s3", func(t *testing.T) objstore.Store {
 		srv := objstoretest.S3(t)
+		s, err := all.Open(t.Context(), srv.URI("audit/ledger"), srv.Options())
+		require.NoError(t, err)
+		return s
+	}},
+	{"azure", func(t *testing.T) objstore.Store {
+		srv := objstoretest.Azure(t)
 		s, err := all.Open(t.Context(), srv.URI("audit/ledger"), srv.Options())
 		require.NoError(t, err)
 		return s
@@ -368,15 +375,18 @@ func TestPlainReader(t *testing.T) {
 
 func TestCheckLocation(t *testing.T) {
 	for uri, want := range map[string]string{
-		"/var/lib/reaper/ledger":             "",
-		"file:///data/audit":                 "",
-		"s3://bucket/audit/ledger":           "",
-		"s3://bucket.lance/audit":            "", // a bucket is not a table
-		"/data/lancedb/my_table.lance":       "inside table directory",
-		"/data/lancedb/my_table.lance/audit": "inside table directory",
-		"s3://bucket/db/t.lance/_ledger":     "inside table directory",
-		"relative/dir":                       "relative paths",
-		"":                                   "empty",
+		"/var/lib/reaper/ledger":                           "",
+		"file:///data/audit":                               "",
+		"s3://bucket/audit/ledger":                         "",
+		"s3://bucket.lance/audit":                          "", // a bucket is not a table
+		"/data/lancedb/my_table.lance":                     "inside table directory",
+		"/data/lancedb/my_table.lance/audit":               "inside table directory",
+		"s3://bucket/db/t.lance/_ledger":                   "inside table directory",
+		"az://container/audit":                             "",
+		"az://container/db/t.lance/_ledger":                "inside table directory",
+		"abfss://c@acct.dfs.core.windows.net/db/t.lance/x": "inside table directory",
+		"relative/dir":                                     "relative paths",
+		"":                                                 "empty",
 	} {
 		err := ledger.CheckLocation(uri)
 		if want == "" {
