@@ -58,11 +58,12 @@ BENCH_ARGS ?=
 bench:
 	$(GO) run ./bench $(BENCH_ARGS)
 
-## interop: reaper against the real LanceDB client (npm @lancedb/lancedb) on a local root and on S3
+## interop: reaper against the real LanceDB client (npm @lancedb/lancedb) on a local root, on S3 and on Azurite
 INTEROP := test/interop
 .PHONY: interop interop-deps
 interop: tools build interop-deps
-	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
+	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
 
 ## interop-deps: install the pinned LanceDB client into test/interop/node_modules (npm install, the committed lock)
 interop-deps: $(INTEROP)/node_modules/.package-lock.json
