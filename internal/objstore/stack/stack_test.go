@@ -127,7 +127,7 @@ func TestOpenErrors(t *testing.T) {
 		want      string
 	}{
 		{"bad scheme", "gs://bucket/x", nil, `unsupported scheme "gs"`},
-		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, `storage option "aws_region" applies to s3:// roots only`},
+		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, `storage option "aws_region" applies to az:// and s3:// roots only`},
 		{"s3 unknown option", "s3://bkt/p", map[string]string{"aws_regoin": "x"}, `unknown storage option "aws_regoin"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
