@@ -498,7 +498,7 @@ func TestCronJobsFollowTheSchedule(t *testing.T) {
 		}
 		require.True(t, exit2, "%s: exit status 2 (configuration error) must not be retried", p)
 	}
-	require.Equal(t, 3, n)
+	require.Equal(t, 4, n) // cronjob, s3-irsa, azure-workload-identity, sharded
 }
 
 // TestDaemonProbesAndScraping: the daemon and the sidecar listen where
