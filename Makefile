@@ -3,6 +3,7 @@ GO        ?= go
 TOOLS     := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 FAKEGCS   := $(TOOLS)/fake-gcs-server
+AZURITE   := $(TOOLS)/azurite-blob
 DEMO_DIR  ?= $(CURDIR)/var/demo
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
@@ -13,11 +14,12 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/reaper demo --dir $(DEMO_DIR)
 
-## test: every test, with the race detector, against memory, local disk, a real S3 server and the
+## test: every test, with the race detector, against memory, local disk, a real S3 server, Azurite and the
 ## real LanceDB client (installs versitygw and the npm packages on first use)
 test: tools lint build interop-deps
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
+	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
 	  $(GO) test -race -count=1 -timeout 25m ./...
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(MAKE) deploy-check
@@ -41,11 +43,12 @@ lint:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
-## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, and the spin
-## model checker (apt)
+## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, the Azurite
+## Azure Blob test server (npm, into .tools), and the spin model checker (apt)
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-fake-gcs-server.sh
+	scripts/install-azurite.sh
 	scripts/install-spin.sh
 
 ## model: the spin model check of docs/PROTOCOL.md alone (model/; make test runs it too)
@@ -64,11 +67,12 @@ BENCH_ARGS ?=
 bench:
 	$(GO) run ./bench $(BENCH_ARGS)
 
-## interop: reaper against the real LanceDB client (npm @lancedb/lancedb) on a local root and on S3
+## interop: reaper against the real LanceDB client (npm @lancedb/lancedb) on a local root, on S3 and on Azurite
 INTEROP := test/interop
 .PHONY: interop interop-deps
 interop: tools build interop-deps
-	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
+	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
 
 ## interop-deps: install the pinned LanceDB client into test/interop/node_modules (npm install, the committed lock)
 interop-deps: $(INTEROP)/node_modules/.package-lock.json

@@ -31,6 +31,7 @@ type config struct {
 	GCSSizes      []int // objects per table on fake-gcs-server; none: no GCS scenario
 	Reps          int
 	Sizes         []int // objects per table on S3
+	AzureSizes    []int // objects per table on Azurite (none: skip Azure)
 	LocalSizes    []int // objects per table for reaper vs rm -rf
 	RSSObjects    int   // objects in the local table whose purge is checked for peak RSS
 	RSSPeer       bool  // also time rm -rf on the RSS table
@@ -51,11 +52,12 @@ type config struct {
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	c := config{}
-	var sizes, local, peers, gcsSizes string
+	var sizes, local, peers, gcsSizes, azSizes string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000)")
 	fs.StringVar(&gcsSizes, "gcs-sizes", "10000", "objects per table on Google Cloud Storage (fake-gcs-server, emulator figures; its uploads slow down as a bucket grows, ~45 objects/s at 10,000), comma-separated; \"none\" skips it")
+	fs.StringVar(&azSizes, "azure-sizes", "", "objects per table on Azurite, comma-separated, or \"none\" (default 2000: the emulator slows with its blob count)")
 	fs.StringVar(&local, "local-sizes", "", "objects per table for the local reaper vs rm -rf runs (default 10000,100000; quick 10000)")
 	fs.IntVar(&c.RSSObjects, "rss-objects", 1_000_000, "objects in the local table purged for the peak-RSS check")
 	fs.IntVar(&c.ObjSize, "object-size", 64, "bytes per synthetic object")
@@ -85,6 +87,11 @@ func parseFlags(args []string) (config, error) {
 	}
 	if gcsSizes != "none" {
 		if c.GCSSizes, err = intList(gcsSizes, "10000"); err != nil {
+			return c, err
+		}
+	}
+	if azSizes != "none" {
+		if c.AzureSizes, err = intList(azSizes, "2000"); err != nil {
 			return c, err
 		}
 	}

@@ -148,6 +148,7 @@ const perRoot = 2
 // targets evaluates every goal the issue sets.
 func (r *report) targets() []target {
 	var ts []target
+	ts = append(ts, r.azureTargets()...)
 	for _, scen := range r.scenarios("s3/") {
 		rs := r.find(scen, "reaper")
 		n := rs.Objects
@@ -240,7 +241,7 @@ func (r *report) markdown() string {
 	}
 	w("## Machine and versions\n\n| | |\n|---|---|\n")
 	w("| CPU | %d × %s |\n| RAM | %.1f GiB |\n| kernel | %s |\n| scratch disk | %s |\n", r.Machine.CPUs, r.Machine.CPU, r.Machine.MemGiB, r.Machine.Kernel, r.Machine.Storage)
-	for _, k := range []string{"reaper", "go", "versitygw", "fake-gcs-server", "awscli", "rclone"} {
+	for _, k := range []string{"reaper", "go", "versitygw", "fake-gcs-server", "azurite", "awscli", "rclone"} {
 		if v := r.Tools.Versions[k]; v != "" {
 			w("| %s | %s |\n", k, v)
 		}
@@ -259,6 +260,7 @@ func (r *report) markdown() string {
 		r.table(&b, scen)
 	}
 	r.gcsSection(&b)
+	r.azureSection(&b)
 	w("\n## Local purge: reaper vs rm -rf\n\n")
 	w("Each run on a freshly written table (files created, then `sync`). reaper fsyncs every directory it deleted from (crash-safe order); `rm -rf` does not.\n\n")
 	for _, scen := range r.scenarios("local/") {

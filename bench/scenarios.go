@@ -58,6 +58,16 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 			steps = append(steps, func() error { return gcsPurge(ctx, c, t, fg, n, rep) })
 		}
 	}
+	if len(c.AzureSizes) > 0 {
+		az, err := startAzurite(ctx, t.Azurite, c.WorkDir)
+		if err != nil {
+			return err
+		}
+		defer az.stop()
+		for _, n := range c.AzureSizes {
+			steps = append(steps, func() error { return azurePurge(ctx, c, t, az, n, rep) })
+		}
+	}
 	for _, n := range c.LocalSizes {
 		steps = append(steps, func() error { return localPurge(ctx, c, t, n, c.Reps, true, now, rep) })
 	}

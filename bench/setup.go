@@ -14,6 +14,7 @@ import (
 type tools struct {
 	Reaper, VersityGW, AWS, Rclone string
 	FakeGCS                        string // "" when the GCS scenarios are off
+	Azurite                        string
 	Versions                       map[string]string
 }
 
@@ -39,12 +40,26 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 				return t, err
 			}
 		}
+		if len(c.AzureSizes) > 0 {
+			if err := sh(ctx, c.Repo, "scripts/install-azurite.sh"); err != nil {
+				return t, err
+			}
+		}
 		if err := sh(ctx, c.Repo, "make", "build"); err != nil {
 			return t, err
 		}
 	}
 	t.Reaper = filepath.Join(c.Repo, "bin", "reaper")
 	t.VersityGW = filepath.Join(c.Repo, ".tools", "bin", "versitygw")
+	t.Azurite = filepath.Join(c.Repo, ".tools", "bin", "azurite-blob")
+	if v := os.Getenv("REAPER_AZURITE"); v != "" {
+		t.Azurite = v
+	}
+	if len(c.AzureSizes) > 0 {
+		if out, err := exec.CommandContext(ctx, t.Azurite, "--version").Output(); err == nil {
+			t.Versions["azurite"] = strings.TrimSpace(string(out))
+		}
+	}
 	if v := os.Getenv("REAPER_VERSITYGW"); v != "" {
 		t.VersityGW = v
 	}

@@ -182,6 +182,7 @@ func TestKustomizationsBuild(t *testing.T) {
 		"kubernetes/base",
 		"kubernetes/cronjob",
 		"kubernetes/daemon",
+		"kubernetes/examples/azure-workload-identity",
 		"kubernetes/examples/gcs-workload-identity",
 		"kubernetes/examples/s3-irsa",
 		"kubernetes/examples/sharded",
@@ -498,7 +499,7 @@ func TestCronJobsFollowTheSchedule(t *testing.T) {
 		}
 		require.True(t, exit2, "%s: exit status 2 (configuration error) must not be retried", p)
 	}
-	require.Equal(t, 3, n)
+	require.Equal(t, 4, n) // cronjob, s3-irsa, azure-workload-identity, sharded
 }
 
 // TestDaemonProbesAndScraping: the daemon and the sidecar listen where
@@ -728,4 +729,33 @@ func podTemplatesOf(t *testing.T, dir, kind string) podTemplate {
 	}
 	require.Len(t, out, 1, "%s: %s", dir, kind)
 	return out[0]
+}
+
+// TestAzureWorkloadIdentityExample: the workload-identity client ID on the
+// ServiceAccount, the label the webhook needs on the pods, an az:// root
+// with its account, no local data volume, and a push to a Pushgateway.
+func TestAzureWorkloadIdentityExample(t *testing.T) {
+	const dir = "kubernetes/examples/azure-workload-identity"
+	b := buildOf(t, dir)
+	o, ok := b.find("ServiceAccount", "reaper")
+	require.True(t, ok)
+	sa := o.obj.(*corev1.ServiceAccount)
+	require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`, sa.Annotations["azure.workload.identity/client-id"])
+	p := cronJobOf(t, dir)
+	require.Equal(t, "true", p.spec.Labels["azure.workload.identity/use"], "the webhook mutates only labelled pods")
+	c := p.reaperContainers()[0]
+	roots, ok := envValue(c, "REAPER_ROOTS")
+	require.True(t, ok)
+	require.True(t, strings.HasPrefix(roots, "az://"), roots)
+	account, ok := envValue(c, "AZURE_STORAGE_ACCOUNT_NAME")
+	require.True(t, ok)
+	require.NotEmpty(t, account)
+	require.Nil(t, p.volume("lancedb"), "the local data volume is gone")
+	var push string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--pushgateway="); ok {
+			push = v
+		}
+	}
+	require.Regexp(t, `^http://[a-z0-9.-]+:9091$`, push)
 }

@@ -52,7 +52,7 @@ func newBackend(t *testing.T, r objstoretest.Root) backend {
 	if r.S3 != nil {
 		return s3Backend(t, r)
 	}
-	if r.GCS != nil {
+	if r.GCS != nil || r.Azure != nil {
 		return bucketBackend(t, r)
 	}
 	root := r.Dir
@@ -181,7 +181,7 @@ func bucketBackend(t *testing.T, r objstoretest.Root) backend {
 // gcsBackend is a root on the GCS test server (fake-gcs-server).
 func gcsBackend(t *testing.T) backend { return newBackend(t, objstoretest.GCSStore.NewRoot(t)) }
 
-// forEachBackend runs fn as a subtest against local, S3 and GCS
+// forEachBackend runs fn as a subtest against local, S3, GCS and Azure
 // (objstoretest.Shared: the backends the CLI opens by URI).
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {

@@ -56,7 +56,7 @@ type Defaults struct {
 // Root is one database root or discovery pattern.
 type Root struct {
 	// URI: /abs/path, file:///abs/path, s3://bucket/prefix or
-	// gs://bucket/prefix; in Discover,
+	// gs://bucket/prefix or az://container/prefix; in Discover,
 	// the last path segment may be "*" (s3://bucket/tenants/*/, /data/*/).
 	URI string `yaml:"uri"`
 	// StorageOptions are Lance's names (aws_endpoint, aws_region, ...).
@@ -136,7 +136,7 @@ type Metrics struct {
 
 // Audit is the Parquet ledger, one file per pass.
 type Audit struct {
-	// Location is a local directory or an s3:// or gs:// prefix ("" = off); never
+	// Location is a local directory or an s3://, gs:// or az:// prefix ("" = off); never
 	// inside a table directory.
 	Location       string            `yaml:"location"`
 	StorageOptions map[string]string `yaml:"storage_options"`

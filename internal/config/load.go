@@ -22,13 +22,15 @@ const EnvJobCompletionIndex = "JOB_COMPLETION_INDEX"
 // to the configuration; UnknownEnv does not report them.
 var ignoredEnv = struct{ names, prefixes []string }{
 	names: []string{
-		"REAPER_VERSITYGW",    // objstoretest: versitygw binary
-		"REAPER_REQUIRE_S3",   // objstoretest: fail instead of skip without S3
-		"REAPER_REQUIRE_SPIN", // model: fail instead of skip without spin
-		"REAPER_FAKE_GCS",     // objstoretest: fake-gcs-server binary
-		"REAPER_REQUIRE_GCS",  // objstoretest: fail instead of skip without GCS
-		"REAPER_CLOCK_OFFSET", // cmd/reaper: shifts the wall clock (chaos replicas)
-		"REAPER_LOCAL_CHILD",  // objstore/local cross-process test child
+		"REAPER_VERSITYGW",     // objstoretest: versitygw binary
+		"REAPER_REQUIRE_S3",    // objstoretest: fail instead of skip without S3
+		"REAPER_REQUIRE_SPIN",  // model: fail instead of skip without spin
+		"REAPER_FAKE_GCS",      // objstoretest: fake-gcs-server binary
+		"REAPER_REQUIRE_GCS",   // objstoretest: fail instead of skip without GCS
+		"REAPER_AZURITE",       // objstoretest: azurite-blob executable
+		"REAPER_REQUIRE_AZURE", // objstoretest: fail instead of skip without Azurite
+		"REAPER_CLOCK_OFFSET",  // cmd/reaper: shifts the wall clock (chaos replicas)
+		"REAPER_LOCAL_CHILD",   // objstore/local cross-process test child
 		"REAPER_LOCAL_CHILD_ID",
 		"REAPER_LOCK_TEST_CHILD", // lock cross-process test child
 	},
@@ -94,7 +96,7 @@ func EnvNames() map[string]string {
 // UnknownEnv returns an error naming each REAPER_* variable in environ that
 // Load does not read (a typo would otherwise be silently ignored). Test
 // harness variables (REAPER_TEST_*, REAPER_LOCK_TEST_*, REAPER_VERSITYGW,
-// REAPER_REQUIRE_S3, REAPER_LOCAL_CHILD, ...) are ignored.
+// REAPER_REQUIRE_S3, REAPER_AZURITE, REAPER_REQUIRE_AZURE, REAPER_LOCAL_CHILD, ...) are ignored.
 func UnknownEnv(environ []string) error {
 	known := EnvNames()
 	names := make([]string, 0, len(known)) // without the prefix, so typos compare on what differs

@@ -22,6 +22,8 @@ import (
 func FuzzParseLocation(f *testing.F) {
 	f.Add("s3://bucket/prefix")
 	f.Add("gs://bucket/prefix")
+	f.Add("az://container/prefix")
+	f.Add("abfss://container@account.dfs.core.windows.net/prefix")
 	f.Fuzz(func(t *testing.T, uri string) {
 		loc, err := objstore.ParseLocation(uri)
 		if err != nil {
@@ -38,6 +40,15 @@ func FuzzParseLocation(f *testing.F) {
 		case objstore.SchemeS3, objstore.SchemeGS:
 			require.NotEmpty(t, loc.Bucket)
 			require.False(t, strings.ContainsAny(loc.Bucket, "/?#"), "bucket %q", loc.Bucket)
+			require.False(t, strings.HasPrefix(loc.Prefix, "/") || strings.HasSuffix(loc.Prefix, "/"), "prefix %q", loc.Prefix)
+			if loc.Prefix != "" {
+				require.NoError(t, objstore.ValidateKey(loc.Prefix))
+			}
+			require.Empty(t, loc.Path)
+		case objstore.SchemeAzure:
+			require.NotEmpty(t, loc.Bucket)
+			require.False(t, strings.ContainsAny(loc.Bucket, "/?#@"), "container %q", loc.Bucket)
+			require.False(t, strings.ContainsAny(loc.Account, "/?#@.:"), "account %q", loc.Account)
 			require.False(t, strings.HasPrefix(loc.Prefix, "/") || strings.HasSuffix(loc.Prefix, "/"), "prefix %q", loc.Prefix)
 			if loc.Prefix != "" {
 				require.NoError(t, objstore.ValidateKey(loc.Prefix))

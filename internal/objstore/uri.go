@@ -14,6 +14,10 @@ const (
 	SchemeFile Scheme = "file"
 	SchemeS3   Scheme = "s3"
 	SchemeGS   Scheme = "gs"
+	// SchemeAzure is Azure Blob Storage: az://container/prefix, or the
+	// abfss://container@account.dfs.core.windows.net/prefix form Lance
+	// accepts too.
+	SchemeAzure Scheme = "az"
 )
 
 // Location is a parsed root URI.
@@ -21,10 +25,14 @@ type Location struct {
 	Scheme Scheme
 	// Path is the absolute, cleaned directory for file roots.
 	Path string
-	// Bucket and Prefix are set for s3 and gs roots; Prefix has no leading or
-	// trailing "/" ("" for the bucket root).
+	// Bucket and Prefix are set for s3, gs and az roots (Bucket is an az
+	// root's container); Prefix has no leading or trailing "/" ("" for the
+	// bucket root).
 	Bucket string
 	Prefix string
+	// Account is the Azure storage account an abfss:// root names; "" for
+	// az:// roots, whose account comes from the storage options.
+	Account string
 }
 
 // KeyPath is the location's path inside its store: the directory of a
@@ -63,6 +71,8 @@ func (l Location) String() string {
 			return "gs://" + l.Bucket
 		}
 		return "gs://" + l.Bucket + "/" + l.Prefix
+	case SchemeAzure:
+		return azureString(l)
 	default:
 		// Escaped, so that a path holding '%', '?', '#' or a space parses
 		// back to the same directory (ParseLocation unescapes file URIs).
@@ -70,10 +80,11 @@ func (l Location) String() string {
 	}
 }
 
-const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix"
+const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix, abfss://container@account.dfs.core.windows.net/prefix"
 
 // ParseLocation parses a root URI: "/abs/path", "file:///abs/path",
-// "s3://bucket/prefix" or "gs://bucket/prefix". Anything else is an error naming the URI and the
+// "s3://bucket/prefix", "gs://bucket/prefix", "az://container/prefix" or
+// "abfss://container@account.dfs.core.windows.net/prefix". Anything else is an error naming the URI and the
 // accepted forms.
 func ParseLocation(uri string) (Location, error) {
 	bad := func(why string) (Location, error) {
@@ -117,6 +128,12 @@ func ParseLocation(uri string) (Location, error) {
 			}
 		}
 		return Location{Scheme: Scheme(scheme), Bucket: bucket, Prefix: prefix}, nil
+	case strings.HasPrefix(uri, "az://"), strings.HasPrefix(uri, "abfss://"):
+		loc, why := parseAzure(uri)
+		if why != "" {
+			return bad(why)
+		}
+		return loc, nil
 	default:
 		if i := strings.Index(uri, "://"); i > 0 {
 			return bad(fmt.Sprintf("unsupported scheme %q", uri[:i]))

@@ -15,3 +15,12 @@ func TestS3Root(t *testing.T) {
 	requireNode(t) // skip before starting the S3 server when LanceDB is missing
 	runScenario(t, newS3(t))
 }
+
+// TestAzureRoot runs the suite on a LanceDB root under a prefix of an
+// Azure Blob container (Azurite), which LanceDB reaches through the same
+// object_store options reaper takes.
+func TestAzureRoot(t *testing.T) {
+	t.Parallel()
+	requireNode(t) // skip before starting Azurite when LanceDB is missing
+	runScenario(t, newAzure(t))
+}

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	objstoretest.StopS3()
+	objstoretest.StopAzure()
 	os.RemoveAll(binDir)
 	os.Exit(code)
 }

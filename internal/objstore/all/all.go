@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
@@ -29,6 +30,7 @@ func Default() *Registry {
 		local.Backend(),
 		s3.Backend(),
 		gcs.Backend(),
+		azure.Backend(),
 	} {
 		if err := r.Register(b); err != nil {
 			panic(err) // a programming error in the list above

@@ -9,6 +9,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
+	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
@@ -26,8 +27,8 @@ func TestOpenErrors(t *testing.T) {
 		{"bad scheme", "ftp://bucket/x", nil, []string{`unsupported scheme "ftp"`, "accepted forms"}},
 		{"relative path", "data/lance", nil, []string{"relative paths are not accepted"}},
 		{"empty", "", nil, []string{"empty"}},
-		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, []string{`storage option "aws_region" applies to gs:// and s3:// roots only`}},
-		{"file URI with storage option", "file://" + dir, map[string]string{"allow_http": "true"}, []string{`storage option "allow_http" applies to gs:// and s3:// roots only`}},
+		{"file with storage option", dir, map[string]string{"aws_region": "us-east-1"}, []string{`storage option "aws_region" applies to az://, gs:// and s3:// roots only`}},
+		{"file URI with storage option", "file://" + dir, map[string]string{"allow_http": "true"}, []string{`storage option "allow_http" applies to az://, gs:// and s3:// roots only`}},
 		{"missing directory", dir + "/nope", nil, []string{"does not exist"}},
 		{"s3 unknown option", "s3://bkt/p", map[string]string{"aws_regoin": "x"}, []string{`unknown storage option "aws_regoin"`, "accepted: "}},
 		{"s3 http without allow_http", "s3://bkt", map[string]string{"aws_endpoint": "http://127.0.0.1:1"}, []string{"allow_http=true"}},
@@ -87,15 +88,17 @@ func TestRegistry(t *testing.T) {
 
 	_, err := r.Open(t.Context(), "s3://bkt", nil, objstore.OpenEnv{})
 	require.ErrorContains(t, err, `no backend for scheme "s3"`)
-	require.Equal(t, []objstore.Scheme{objstore.SchemeFile, objstore.SchemeGS, objstore.SchemeS3}, all.Default().Schemes())
+	require.Equal(t, []objstore.Scheme{objstore.SchemeAzure, objstore.SchemeFile, objstore.SchemeGS, objstore.SchemeS3}, all.Default().Schemes())
 }
 
 // TestOptionsFromDescriptors pins that validation and secrecy come from the
 // backends' own descriptors, not from a list kept beside them.
 func TestOptionsFromDescriptors(t *testing.T) {
 	r := all.Default()
-	for _, o := range s3.Backend().Options {
-		require.Equal(t, o.Secret, r.IsSecretOption(o.Name), o.Name)
+	for _, b := range []objstore.Backend{s3.Backend(), azure.Backend()} {
+		for _, o := range b.Options {
+			require.Equal(t, o.Secret, r.IsSecretOption(o.Name), o.Name)
+		}
 	}
 	require.True(t, r.IsSecretOption(s3.OptSecretAccessKey))
 	require.True(t, r.IsSecretOption(s3.OptSessionToken))
@@ -107,7 +110,7 @@ func TestOptionsFromDescriptors(t *testing.T) {
 		"google_service_account_key"}, r.OptionNames(objstore.SchemeGS))
 	require.True(t, r.IsSecretOption(gcs.OptServiceAccountKey))
 	require.False(t, r.IsSecretOption(gcs.OptServiceAccount), "a path, not a secret")
-	require.Equal(t, "applies to gs:// and s3:// roots only", r.TakesOptions())
+	require.Equal(t, "applies to az://, gs:// and s3:// roots only", r.TakesOptions())
 
 	// A backend without its own CheckOptions accepts exactly its names.
 	fake := all.NewRegistry()

@@ -58,13 +58,16 @@ func (r *Registry) OptionSchemes() []objstore.Scheme {
 }
 
 // SchemeForms renders schemes as URI prefixes for messages: "s3://",
-// "gs:// and s3://".
+// "az://, gs:// and s3://".
 func SchemeForms(schemes []objstore.Scheme) string {
 	forms := make([]string, len(schemes))
 	for i, s := range schemes {
 		forms[i] = string(s) + "://"
 	}
-	return strings.Join(forms, " and ")
+	if len(forms) < 2 {
+		return strings.Join(forms, "")
+	}
+	return strings.Join(forms[:len(forms)-1], ", ") + " and " + forms[len(forms)-1]
 }
 
 // OptionNames lists the storage option names scheme accepts, in the

@@ -35,9 +35,11 @@ func TestBackendsOpenFreshSharedRoots(t *testing.T) {
 			require.Equal(t, "s3://"+r.S3.Bucket+"/lancedb/prod", r.URI)
 		case GCSStore.Name:
 			require.Equal(t, "gs://"+r.GCS.Bucket+"/lancedb/prod", r.URI)
+		case AzureStore.Name:
+			require.Equal(t, "az://"+r.Azure.Container+"/lancedb/prod", r.URI)
 		}
 	})
-	require.Equal(t, []string{"memory", "local", "s3", "gcs"}, names)
+	require.Equal(t, []string{"memory", "local", "s3", "gcs", "azure"}, names)
 }
 
 func storeKeys(t *testing.T, s objstore.Store) []string {

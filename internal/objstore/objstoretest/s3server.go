@@ -136,12 +136,13 @@ func StopS3() {
 	}
 }
 
-// Main runs the tests, then stops the S3 and GCS test servers: call it
+// Main runs the tests, then stops the S3, GCS and Azure test servers: call it
 // from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	StopS3()
 	StopGCS()
+	StopAzure()
 	os.Exit(code)
 }
 

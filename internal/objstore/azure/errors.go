@@ -1,0 +1,132 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// apiError is an Azure error answer, shortened: the SDK's own message spans
+// a dozen lines with the XML body. It keeps the SDK error for errors.As.
+type apiError struct {
+	Status int
+	Code   string
+	err    *azcore.ResponseError
+}
+
+func (e *apiError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("azure: HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("azure: %s (HTTP %d)", e.Code, e.Status)
+}
+
+func (e *apiError) Unwrap() error { return e.err }
+
+// mapError shortens an Azure answer and adds the objstore sentinel it
+// stands for.
+func mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return err
+	}
+	ae := &apiError{Status: re.StatusCode, Code: re.ErrorCode, err: re}
+	switch {
+	case ae.Code == "ContainerNotFound":
+		// A missing container is a misconfiguration, never a missing key.
+		return ae
+	case ae.Code == "BlobNotFound" || ae.Status == 404:
+		return fmt.Errorf("%w: %w", objstore.ErrNotFound, ae)
+	case ae.Code == "BlobAlreadyExists" || ae.Code == "ConditionNotMet" || ae.Status == 412:
+		// 409 BlobAlreadyExists answers If-None-Match: * on an existing
+		// blob; 412 answers If-Match on another ETag.
+		return fmt.Errorf("%w: %w", objstore.ErrPrecondition, ae)
+	}
+	return ae
+}
+
+func status(err error) (int, string) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status, ae.Code
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode, re.ErrorCode
+	}
+	return 0, ""
+}
+
+// IsTransient reports whether err is worth retrying: 500, 502, 503, 504,
+// 429 and 408 answers, OperationTimedOut, network failures, and a request
+// the fence's time limit ended. Cancellation, the objstore sentinels and
+// other 4xx answers are permanent.
+func IsTransient(err error) bool {
+	switch {
+	case errors.Is(err, objstore.ErrRequestDeadline):
+		return true
+	case err == nil,
+		errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, objstore.ErrFenced),
+		errors.Is(err, objstore.ErrNotFound),
+		errors.Is(err, objstore.ErrPrecondition),
+		errors.Is(err, objstore.ErrInvalidKey):
+		return false
+	}
+	var be *objstore.BatchError
+	if errors.As(err, &be) {
+		for _, f := range be.Failed {
+			if !IsTransient(f.Err) {
+				return false
+			}
+		}
+		return len(be.Failed) > 0
+	}
+	if pushback(err) {
+		return true
+	}
+	if st, code := status(err); st != 0 {
+		return st == 408 || st == 502 || st == 504 || code == "OperationTimedOut"
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// IsThrottle reports whether err is the store pushing back: 503 ServerBusy
+// (and 503 in general), 429, and 500 InternalError or OperationTimedOut,
+// which Azure answers under load too. A batch is a throttle when any of its
+// failed keys is.
+func IsThrottle(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var be *objstore.BatchError
+	if errors.As(err, &be) {
+		for _, f := range be.Failed {
+			if IsThrottle(f.Err) {
+				return true
+			}
+		}
+		return false
+	}
+	return pushback(err)
+}
+
+func pushback(err error) bool {
+	st, code := status(err)
+	switch code {
+	case "ServerBusy", "InternalError", "OperationTimedOut":
+		return true
+	}
+	return st == 429 || st == 500 || st == 503
+}

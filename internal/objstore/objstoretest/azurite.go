@@ -1,0 +1,245 @@
+package objstoretest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+)
+
+// This file owns the Azure Blob Storage test server: Azurite (npm), started
+// once per test binary on a free 127.0.0.1 port like versitygw, a fresh
+// container per test.
+
+// Environment variables that steer the Azure test server.
+const (
+	// EnvAzurite names the azurite-blob executable to start.
+	EnvAzurite = "REAPER_AZURITE"
+	// EnvRequireAzure=1 (or CI=true) turns "no Azure test server" from a
+	// skip into a failure.
+	EnvRequireAzure = "REAPER_REQUIRE_AZURE"
+)
+
+// AzuriteAccount and AzuriteKey are Azurite's well-known development
+// account: published by Microsoft, valid only against an emulator, and
+// what LanceDB's azure_storage_use_emulator=true signs in with.
+const (
+	AzuriteAccount = "devstoreaccount1"
+	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// AzureServer is one test's view of the Azure test server, with a container
+// of its own, created empty for this test.
+type AzureServer struct {
+	// Endpoint is the server's address, e.g. http://127.0.0.1:41234
+	// (Azurite's AZURITE_BLOB_STORAGE_URL).
+	Endpoint  string
+	Account   string
+	Key       string
+	Container string
+	// Client is signed in to the account, for setup and checks that must
+	// bypass the store under test.
+	Client *azblob.Client
+}
+
+// AccountURL is the blob service URL of the account (path-style, as
+// Azurite serves it).
+func (s AzureServer) AccountURL() string { return s.Endpoint + "/" + s.Account }
+
+// Options are the Lance storage options that reach this server.
+func (s AzureServer) Options() map[string]string {
+	return map[string]string{
+		"azure_storage_account_name": s.Account,
+		"azure_storage_account_key":  s.Key,
+		"azure_storage_endpoint":     s.AccountURL(),
+		"allow_http":                 "true",
+	}
+}
+
+// URI is the az:// root URI of the test's container under prefix.
+func (s AzureServer) URI(prefix string) string {
+	if prefix = strings.Trim(prefix, "/"); prefix == "" {
+		return "az://" + s.Container
+	}
+	return "az://" + s.Container + "/" + prefix
+}
+
+// azProc is the Azurite process shared by every test in the process.
+type azProc struct {
+	endpoint string
+	client   *azblob.Client
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	dataDir  string
+	skip     string
+	err      error
+}
+
+var (
+	azOnce  sync.Once
+	azState *azProc
+	azMu    sync.Mutex
+)
+
+// Azure returns the shared Azurite server with a fresh container for this
+// test. Without azurite-blob the test is skipped, or failed when
+// REAPER_REQUIRE_AZURE=1 or CI=true. Main stops it.
+func Azure(t testing.TB) AzureServer {
+	t.Helper()
+	azOnce.Do(func() {
+		p := startAzurite()
+		azMu.Lock()
+		azState = p
+		azMu.Unlock()
+	})
+	azMu.Lock()
+	p := azState
+	azMu.Unlock()
+	switch {
+	case p == nil:
+		t.Fatal("objstoretest: Azure test server already stopped")
+	case p.err != nil:
+		t.Fatalf("objstoretest: start Azurite: %v", p.err)
+	case p.skip != "" && requireAzure():
+		t.Fatalf("objstoretest: no Azure test server (%s=1 or CI=true forbids skipping): %s", EnvRequireAzure, p.skip)
+	case p.skip != "":
+		t.Skipf("objstoretest: no Azure test server: %s", p.skip)
+	}
+	name := "reaper-test-" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.client.CreateContainer(ctx, name, nil); err != nil {
+		t.Fatalf("objstoretest: create test container: %v", err)
+	}
+	// Azurite's cost per request grows with the blobs it holds in all
+	// containers, so each test removes its own.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.client.DeleteContainer(ctx, name, nil); err != nil {
+			t.Logf("objstoretest: delete test container %s: %v", name, err)
+		}
+	})
+	return AzureServer{Endpoint: p.endpoint, Account: AzuriteAccount, Key: AzuriteKey, Container: name, Client: p.client}
+}
+
+// StopAzure stops the Azurite process Azure started, if any, and removes
+// its data. Later calls to Azure fail.
+func StopAzure() {
+	azOnce.Do(func() {})
+	azMu.Lock()
+	p := azState
+	azState = nil
+	azMu.Unlock()
+	if p != nil {
+		p.stop()
+	}
+}
+
+func requireAzure() bool {
+	return os.Getenv(EnvRequireAzure) == "1" || os.Getenv("CI") == "true"
+}
+
+func startAzurite() *azProc {
+	bin, why := findAzurite()
+	if bin == "" {
+		return &azProc{skip: why}
+	}
+	var err error
+	for range 3 { // the free port can be taken between probe and bind
+		var p *azProc
+		if p, err = launchAzurite(bin); err == nil {
+			return p
+		}
+	}
+	return &azProc{err: err}
+}
+
+// findAzurite looks in REAPER_AZURITE, <repo>/.tools/bin, then PATH.
+func findAzurite() (bin, why string) {
+	if b := os.Getenv(EnvAzurite); b != "" {
+		if _, err := os.Stat(b); err != nil {
+			return "", fmt.Sprintf("%s=%s: %v", EnvAzurite, b, err)
+		}
+		return b, ""
+	}
+	if root, err := repoRoot(); err == nil {
+		b := filepath.Join(root, ".tools", "bin", "azurite-blob")
+		if _, err := os.Stat(b); err == nil {
+			return b, ""
+		}
+	}
+	if b, err := exec.LookPath("azurite-blob"); err == nil {
+		return b, ""
+	}
+	return "", fmt.Sprintf("azurite-blob not found in $%s, <repo>/.tools/bin or PATH; run scripts/install-azurite.sh", EnvAzurite)
+}
+
+func launchAzurite(bin string) (*azProc, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	dir, err := os.MkdirTemp("", "reaper-azurite-")
+	if err != nil {
+		return nil, fmt.Errorf("make data dir: %w", err)
+	}
+	p := &azProc{endpoint: "http://" + addr, dataDir: dir, exited: make(chan struct{})}
+	var out strings.Builder
+	// In memory (tests' data is throwaway, and disk persistence makes a
+	// 1000-blob batch five times slower); the data dir is only its working
+	// directory, so nothing it writes lands in the caller's.
+	p.cmd = exec.Command(bin, "--blobHost", host, "--blobPort", port,
+		"--skipApiVersionCheck", "--loose", "--silent", "--disableProductStyleUrl",
+		"--disableTelemetry", "--inMemoryPersistence")
+	p.cmd.Dir = dir
+	p.cmd.Stdout = &out
+	p.cmd.Stderr = &out
+	if err := p.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	s3Like := &s3Proc{exited: p.exited}
+	if err := s3Like.waitReady(addr, 30*time.Second); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("azurite on %s: %w; output: %s", addr, err, strings.TrimSpace(out.String()))
+	}
+	cred, err := azblob.NewSharedKeyCredential(AzuriteAccount, AzuriteKey)
+	if err != nil {
+		p.stop()
+		return nil, fmt.Errorf("azurite credential: %w", err)
+	}
+	opts := &azblob.ClientOptions{}
+	opts.Retry = policy.RetryOptions{MaxRetries: -1}
+	opts.Transport = &http.Client{}
+	p.client, err = azblob.NewClientWithSharedKeyCredential(p.endpoint+"/"+AzuriteAccount, cred, opts)
+	if err != nil {
+		p.stop()
+		return nil, fmt.Errorf("azurite client: %w", err)
+	}
+	return p, nil
+}
+
+func (p *azProc) stop() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	if p.dataDir != "" {
+		_ = os.RemoveAll(p.dataDir)
+	}
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Azurite Azure Blob Storage test server (pinned in
+# scripts/azurite/package.json) into <repo>/.tools/azurite-<version>, and links
+# <repo>/.tools/bin/azurite-blob to it. Idempotent: does nothing when the
+# pinned version is already there. Needs node and npm (Node 20 works).
+set -euo pipefail
+
+VERSION=3.37.0
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dir="$root/.tools/azurite-$VERSION"
+bin="$root/.tools/bin"
+
+installed_version() {
+	node -p "require('$dir/node_modules/azurite/package.json').version" 2>/dev/null || true
+}
+
+if [[ -x "$dir/node_modules/.bin/azurite-blob" && "$(installed_version)" == "$VERSION" ]]; then
+	ln -sfn "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
+	echo "azurite $VERSION already installed in $dir"
+	exit 0
+fi
+
+command -v npm >/dev/null || { echo "install-azurite: npm not found (Node 20 or later is needed)" >&2; exit 1; }
+mkdir -p "$dir" "$bin"
+cp "$root/scripts/azurite/package.json" "$dir/package.json"
+echo "installing azurite $VERSION into $dir (tens of seconds cold)"
+(cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
+
+got="$(installed_version)"
+if [[ "$got" != "$VERSION" ]]; then
+	echo "install-azurite: $dir holds azurite '${got}', want $VERSION" >&2
+	exit 1
+fi
+ln -sfn "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
+echo "azurite $VERSION installed in $dir"
