@@ -9,16 +9,26 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 .PHONY: run test unit lint build tools clean model
 
 ## run: seed a demo database root under ./var/demo and run one purge pass on it
-run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/reaper demo --dir $(DEMO_DIR)
+run: build
+	./bin/reaper demo --dir $(DEMO_DIR)
 
 ## test: every test, with the race detector, against memory, local disk, a real S3 server and the
-## real LanceDB client (installs versitygw and the npm packages on first use)
-test: tools lint build interop-deps
+## real LanceDB client (installs versitygw and the npm packages on first use). The installs and
+## the Go build run in parallel; then the Go suites, the fuzz targets and deploy/ run side by side
+## (each starts its own servers in its own temp dirs: no shared state).
+test:
+	@echo "make test: installing tools, building ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores; warm a few seconds)"
+	@$(MAKE) --no-print-directory -j4 --output-sync=line tools lint build interop-deps
+	@echo "make test: go test, fuzz (5 s a target) and deploy-check in parallel (about 8 min warm on 2 busy cores)"
+	@$(MAKE) --no-print-directory -j3 --output-sync=target gotest fuzz-5s deploy-check-only
+
+.PHONY: gotest fuzz-5s deploy-check-only
+gotest:
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  $(GO) test -race -count=1 -timeout 25m ./...
-	$(MAKE) fuzz FUZZTIME=5s
-	$(MAKE) deploy-check
+
+fuzz-5s:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 ## unit: the tests without installing anything (S3 tests skip unless a server is found)
 unit:
@@ -32,6 +42,7 @@ lint:
 
 ## build: a static binary in ./bin (the same flags deploy/Dockerfile uses)
 build:
+	@[ -x bin/reaper ] || echo "building ./bin/reaper (the first build downloads and compiles the modules: up to 8 min on 2 cores; later about 20 s)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
 ## tools: install the versitygw S3 test server into .tools/bin, and the spin model checker (apt)
@@ -66,13 +77,18 @@ interop-deps: $(INTEROP)/node_modules/.package-lock.json
 # npm install, not npm ci (builds for other platforms are not served) and
 # never --omit=optional (the native binary is an optional dependency).
 $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	@scripts/check-node.sh
+	@echo "installing the LanceDB npm client into $(INTEROP)/node_modules (about 230 MB, 1-2 min once)"
 	cd $(INTEROP) && npm install --no-audit --no-fund
 	@touch $@
 
 ## deploy-check: deploy/ (Dockerfile, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
 ## pass's metrics; deploy/ is its own Go module, so k8s, kustomize and Prometheus stay out of go.mod
-.PHONY: deploy-check
+.PHONY: deploy-check deploy-check-only
 deploy-check: tools build
+	@$(MAKE) --no-print-directory deploy-check-only
+
+deploy-check-only:
 	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
 	cd deploy && $(GO) vet ./...
 	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 15m ./...
