@@ -56,6 +56,10 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
+	floor, err := o.ttlFloor()
+	if err != nil {
+		return err
+	}
 	ns, _, err := o.open(ctx)
 	if err != nil {
 		return err
@@ -64,6 +68,9 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 		m, err := ns.Drop(ctx, name, o.TTL)
 		if err != nil {
 			return "", err
+		}
+		if ttl := m.TTL(0); ttl < floor {
+			fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", name, shortTTLWarning(ttl, floor))
 		}
 		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'",
 			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), ns.URI(), name), nil

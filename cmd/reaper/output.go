@@ -35,6 +35,7 @@ type statusJSON struct {
 	TTLMs            *int64  `json:"ttl_ms"`
 	PurgeAfterMs     *int64  `json:"purge_after_ms"`
 	Due              bool    `json:"due"`
+	BelowMinTTL      bool    `json:"below_min_ttl"`
 	Problem          *string `json:"problem"`
 	LeaseOwner       *string `json:"lease_owner"`
 	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
@@ -44,8 +45,8 @@ type statusJSON struct {
 
 func ptr[T any](v T) *T { return &v }
 
-func toStatusJSON(s reaper.TableStatus, now time.Time) statusJSON {
-	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now)}
+func toStatusJSON(s reaper.TableStatus, now time.Time, floor time.Duration) statusJSON {
+	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now), BelowMinTTL: belowFloor(s, floor)}
 	if s.Marker != nil {
 		out.DeletedAtMs = ptr(s.Marker.DeletedAtMs)
 		out.TTLMs = ptr(s.TTL.Milliseconds())
@@ -72,17 +73,17 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func renderStatusJSON(w io.Writer, all []reaper.TableStatus, now time.Time) error {
+func renderStatusJSON(w io.Writer, all []reaper.TableStatus, now time.Time, floor time.Duration) error {
 	out := make([]statusJSON, len(all))
 	for i, s := range all {
-		out[i] = toStatusJSON(s, now)
+		out[i] = toStatusJSON(s, now, floor)
 	}
 	return writeJSON(w, out)
 }
 
 // renderStatusTable prints aligned columns NAME STATE DELETED_AT TTL
-// PURGE_AFTER NOTE.
-func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time) error {
+// PURGE_AFTER NOTE; floor is the TTL floor purge applies (0: none).
+func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time, floor time.Duration) error {
 	if len(all) == 0 {
 		_, err := fmt.Fprintln(w, "no tables in this root")
 		return err
@@ -96,13 +97,13 @@ func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time) err
 			ttl = formatDuration(s.TTL)
 			after = formatTime(s.PurgeAfter)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, deleted, ttl, after, statusNote(s, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, deleted, ttl, after, statusNote(s, now, floor))
 	}
 	return tw.Flush()
 }
 
 // statusNote says what an operator needs to know about one table.
-func statusNote(s reaper.TableStatus, now time.Time) string {
+func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string {
 	var notes []string
 	if s.Problem != "" {
 		notes = append(notes, s.Problem)
@@ -116,8 +117,12 @@ func statusNote(s reaper.TableStatus, now time.Time) string {
 	case s.Marker == nil || s.FutureDated:
 	case s.Hold != nil:
 		notes = append(notes, "legal hold: "+s.Hold.Reason)
+	case s.Due(now) && belowFloor(s, floor):
+		notes = append(notes, "past its ttl, but "+shortTTLWarning(s.TTL, floor))
 	case s.Due(now):
 		notes = append(notes, "due")
+	case belowFloor(s, floor):
+		notes = append(notes, "due in "+formatDuration(roundForHumans(s.PurgeAfter.Sub(now)))+", but "+shortTTLWarning(s.TTL, floor))
 	default:
 		notes = append(notes, "due in "+formatDuration(roundForHumans(s.PurgeAfter.Sub(now))))
 	}

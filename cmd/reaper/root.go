@@ -61,6 +61,9 @@ type globalOptions struct {
 	// wrapStore, when set, wraps every store a command opens (tests move
 	// the store's clock with it).
 	wrapStore func(objstore.Store) objstore.Store
+	// lookupEnv reads REAPER_* variables for the commands without --config
+	// (os.LookupEnv when nil); tests set it.
+	lookupEnv func(string) (string, bool)
 }
 
 // storeOptions are the flags of every command that opens a root.
@@ -75,6 +78,14 @@ func (g globalOptions) now() time.Time {
 		return g.Now()
 	}
 	return time.Now()
+}
+
+// stderr is where logs and warnings go.
+func (g globalOptions) stderr() io.Writer {
+	if g.Stderr != nil {
+		return g.Stderr
+	}
+	return os.Stderr
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -169,10 +180,7 @@ func (g globalOptions) logger() (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(g.LogLevel)); err != nil {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", g.LogLevel)
 	}
-	w := g.Stderr
-	if w == nil {
-		w = os.Stderr
-	}
+	w := g.stderr()
 	ho := &slog.HandlerOptions{Level: level}
 	switch g.LogFormat {
 	case "text", "":
