@@ -64,7 +64,7 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "drop", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, "drop", o.Names, func(name string) (string, error) {
 		m, err := ns.Drop(ctx, name, o.TTL)
 		if err != nil {
 			return "", err
@@ -74,7 +74,7 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 		}
 		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'",
 			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), ns.URI(), name), nil
-	}, dropFailure)
+	}, dropFailure))
 }
 
 // dropFailure explains a failed drop in operator terms.

@@ -58,14 +58,14 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "hold", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, "hold", o.Names, func(name string) (string, error) {
 		if _, err := ns.Hold(ctx, name, o.Reason); err != nil {
 			return "", err
 		}
 		return holdMessage(ctx, ns, name, o.Reason), nil
 	}, func(name string, err error) string {
 		return "not held: " + err.Error() + notFoundHint(name, err)
-	})
+	}))
 }
 
 // releaseOptions are the flags and arguments of `reaper release`.
@@ -101,9 +101,9 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "release", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, "release", o.Names, func(name string) (string, error) {
 		return "hold released", ns.Release(ctx, name)
-	}, func(_ string, err error) string { return "not released: " + err.Error() })
+	}, func(_ string, err error) string { return "not released: " + err.Error() }))
 }
 
 // holdMessage says what the hold means now, truthfully: a purge already

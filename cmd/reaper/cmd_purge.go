@@ -121,21 +121,21 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	return out.err()
 }
 
-// err is the pass's verdict: a failedError when any table failed.
+// err is the pass's verdict: a usage error (exit 2) when a root failed for
+// a reason the operator fixes in the configuration, a failedError when any
+// other root or any table failed.
 func (r *purgeReport) err() error {
+	if len(r.misconfigured) > 0 {
+		return &usageError{err: fmt.Errorf("purge: %w", errors.Join(r.misconfigured...))}
+	}
 	if len(r.Failed) == 0 {
 		return nil
 	}
-	roots := 0
-	for _, f := range r.Failed {
-		if f.Name == "" {
-			roots++
-		}
-	}
+	tables, roots := len(r.failedTables()), len(r.failedRoots())
 	if roots > 0 {
-		return &failedError{op: "purge", msg: fmt.Sprintf("purge: %d root(s) could not be read and %d table(s) failed; see the lines above", roots, len(r.Failed)-roots)}
+		return &failedError{op: "purge", msg: fmt.Sprintf("purge: %d root(s) could not be read and %d table(s) failed; see the lines above", roots, tables)}
 	}
-	return &failedError{op: "purge", failed: len(r.Failed), all: len(r.Purged) + len(r.Skipped) + len(r.Failed)}
+	return &failedError{op: "purge", failed: tables, all: len(r.Purged) + len(r.Skipped) + tables}
 }
 
 // notStarted counts due tables a drained pass did not start: shutdown
@@ -165,7 +165,12 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			root = rr.Root
 		}
 		if rr.Err != nil {
-			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: rr.Err.Error()})
+			msg := rr.Err.Error()
+			if se := storeError(rr.Root, rr.Err); se != rr.Err {
+				out.misconfigured = append(out.misconfigured, se)
+				msg = strings.TrimPrefix(se.Error(), rr.Root+": ")
+			}
+			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: msg})
 		}
 		// Tables finish in any order under concurrency; report them in plan
 		// order (oldest purge_after first).

@@ -67,12 +67,12 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	}
 	all, err := ns.Status(ctx, o.Names...)
 	if err != nil {
-		return err
+		return storeError(ns.URI(), err)
 	}
 	// Due-ness is the store's clock's to judge, as purge judges it.
 	now, err := ns.StoreNow(ctx)
 	if err != nil {
-		return err
+		return storeError(ns.URI(), err)
 	}
 	if o.Output == formatJSON {
 		return renderStatusJSON(stdout, all, now, floor)

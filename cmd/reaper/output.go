@@ -152,6 +152,9 @@ type purgeReport struct {
 	Skipped []skippedJSON `json:"skipped"`
 	Failed  []failedJSON  `json:"failed"`
 	DryRun  bool          `json:"dry_run,omitempty"`
+	// misconfigured holds the root failures an operator fixes in the
+	// configuration (exit 2), each "<root>: <problem>; <fix>".
+	misconfigured []error
 }
 
 type purgedJSON struct {
@@ -192,11 +195,37 @@ func (r *purgeReport) totals() (objects, bytes int64) {
 	return objects, bytes
 }
 
+// failedTables are the failed entries that name a table.
+func (r *purgeReport) failedTables() []failedJSON {
+	var out []failedJSON
+	for _, f := range r.Failed {
+		if f.Name != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// failedRoots are the roots that could not be opened or listed.
+func (r *purgeReport) failedRoots() []failedJSON {
+	var out []failedJSON
+	for _, f := range r.Failed {
+		if f.Name == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // summary is the last line of the table output.
 func (r *purgeReport) summary() string {
 	objects, bytes := r.totals()
+	tables, roots := r.failedTables(), r.failedRoots()
 	s := fmt.Sprintf("reclaimed %d objects, %s from %d tables; %d skipped, %d failed",
-		objects, humanBytes(bytes), len(r.Purged), len(r.Skipped), len(r.Failed))
+		objects, humanBytes(bytes), len(r.Purged), len(r.Skipped), len(tables))
+	if len(roots) > 0 {
+		s += fmt.Sprintf("; %d root(s) could not be read", len(roots))
+	}
 	if r.DryRun {
 		s = "dry run, nothing was deleted: would have " + s
 	}
@@ -226,11 +255,19 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	if len(r.Failed) > 0 {
-		fmt.Fprintf(tw, "FAILED: %d (needs an operator)\n", len(r.Failed))
+	if tables := r.failedTables(); len(tables) > 0 {
+		fmt.Fprintf(tw, "FAILED: %d (needs an operator)\n", len(tables))
 		fmt.Fprintln(tw, "  NAME\tERROR")
-		for _, f := range r.Failed {
+		for _, f := range tables {
 			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Error)
+		}
+		fmt.Fprintln(tw)
+	}
+	if roots := r.failedRoots(); len(roots) > 0 {
+		fmt.Fprintf(tw, "ROOTS FAILED: %d (not read; nothing in them was purged)\n", len(roots))
+		fmt.Fprintln(tw, "  ROOT\tERROR")
+		for _, f := range roots {
+			fmt.Fprintf(tw, "  %s\t%s\n", f.Root, f.Error)
 		}
 		fmt.Fprintln(tw)
 	}

@@ -39,7 +39,10 @@ EXIT STATUS
   1  at least one table failed (each failure is printed), the root could not
      be read, or the run was interrupted
   2  usage or configuration error: bad flag, duration or table name, bad
-     --root URI, unknown or malformed --storage-option`
+     --root URI, unknown or malformed --storage-option, or a root the
+     settings cannot reach: a missing directory or bucket, no or rejected
+     credentials, the wrong region, an unreachable endpoint, access denied
+     (one line naming the root and what to set)`
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
