@@ -42,7 +42,7 @@ lint:
 
 ## build: a static binary in ./bin (the same flags deploy/Dockerfile uses)
 build:
-	@[ -x bin/reaper ] || echo "building ./bin/reaper (the first build downloads and compiles the modules: up to 8 min on 2 cores; later about 20 s)"
+	@[ -x bin/reaper ] || echo "compiling ./bin/reaper: the first time downloads and compiles every module, up to 8 min on 2 cores; later about 20 s"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
 ## tools: install the versitygw S3 test server into .tools/bin, and the spin model checker (apt)
