@@ -108,6 +108,10 @@ func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string
 	if s.Problem != "" {
 		notes = append(notes, s.Problem)
 	}
+	if s.Hold != nil {
+		// Live tables too: a hold placed before a drop is what keeps it.
+		notes = append(notes, "legal hold: "+s.Hold.Reason)
+	}
 	switch {
 	case s.State == reaper.StateInvalidMarker:
 		notes = append(notes, "never purged; fix the marker or remove it with 'reaper revive'")
@@ -116,7 +120,7 @@ func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string
 	case s.State == reaper.StateNotATable:
 	case s.Marker == nil || s.FutureDated:
 	case s.Hold != nil:
-		notes = append(notes, "legal hold: "+s.Hold.Reason)
+		notes = append(notes, "never purged until 'reaper release'")
 	case s.Due(now) && belowFloor(s, floor):
 		notes = append(notes, "past its ttl, but "+shortTTLWarning(s.TTL, floor))
 	case s.Due(now):
