@@ -370,3 +370,23 @@ func TestServiceLinkEnvIgnored(t *testing.T) {
 	require.NoError(t, UnknownEnv(env))
 	require.Error(t, UnknownEnv([]string{"REAPER_SCHEDUEL=@hourly"}), "a misspelt setting is still refused")
 }
+
+// TestSyntaxErrorLine: a YAML syntax error names the line to fix, not the
+// line its enclosing block starts on (yaml.v3 reported line 1 for a bad
+// indent on line 3).
+func TestSyntaxErrorLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, body, want string }{
+		{"list item indent", "roots:\n  - uri: /a\n   storage_options: {}\n", "line 3: did not find expected '-' indicator"},
+		{"key dedented", "log:\n  format: json\n level: info\n", "line 3: did not find expected key"},
+		{"tab", "safety:\n  min_ttl: 1h\n\tallow_short_ttl: true\n", "line 3: found a tab character that violates indentation"},
+		{"key indented", "log:\n  format: json\n    level: info\n", "line 3: mapping values are not allowed in this context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := writeFile(t, tc.body)
+			_, err := Load(p, nil)
+			require.EqualError(t, err, "config file "+p+": "+tc.want)
+		})
+	}
+}
