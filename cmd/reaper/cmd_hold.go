@@ -103,7 +103,16 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 	}
 	return storeError(ns.URI(), eachName(stdout, "release", o.Names, func(name string) (string, error) {
 		return "hold released", ns.Release(ctx, name)
-	}, func(_ string, err error) string { return "not released: " + err.Error() }))
+	}, releaseFailure))
+}
+
+// releaseFailure explains a failed release; a missing hold is the usual
+// case and is not a missing table.
+func releaseFailure(name string, err error) string {
+	if errors.Is(err, reaper.ErrNotFound) {
+		return "not released: it has no legal hold; nothing to release" + lanceSuffixHint(name)
+	}
+	return "not released: " + err.Error()
 }
 
 // holdMessage says what the hold means now, truthfully: a purge already

@@ -107,17 +107,16 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			hint := "run 'reaper --help' for the list of commands"
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				hint = fmt.Sprintf("did you mean %q? %s", s[0], hint)
-			}
-			return usagef("unknown command %q: %s", args[0], hint)
+			return unknownCommand(cmd, args[0])
 		},
 	}
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error { return g.applyClockOffset(os.LookupEnv) }
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if !c.HasParent() {
+			return usagef("%w; run 'reaper --help' for the commands and flags", err)
+		}
 		return usagef("%s: %w; run '%s --help' for the flags", c.Name(), err, c.CommandPath())
 	})
 	g.register(cmd.PersistentFlags())
@@ -134,6 +133,35 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(stdout),
 	)
 	return cmd
+}
+
+// unknownCommand is the error for a first argument that names no command,
+// with the closest command when there is one.
+func unknownCommand(root *cobra.Command, name string) error {
+	hint := "run 'reaper --help' for the list of commands"
+	if s := root.SuggestionsFor(name); len(s) > 0 {
+		hint = fmt.Sprintf("did you mean %q? %s", s[0], hint)
+	}
+	return usagef("unknown command %q: %s", name, hint)
+}
+
+// checkCommand catches an unknown command before cobra parses the flags
+// that follow it against the root command ("reaper prune --root /x" would
+// say "unknown flag: --root" and never suggest purge).
+func checkCommand(root *cobra.Command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil
+	}
+	switch args[0] {
+	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		return nil
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == args[0] || c.HasAlias(args[0]) {
+			return nil
+		}
+	}
+	return unknownCommand(root, args[0])
 }
 
 // clockOffsetEnv shifts this process's wall clock, as if its host's clock
@@ -169,7 +197,7 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 // root; g is copied in when the command runs.
 func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Root, "root", "",
-		"database root (required): /abs/path, file:///abs/path or s3://bucket/prefix; a relative path is made absolute")
+		"database root (required unless REAPER_ROOTS names one): /abs/path, file:///abs/path or s3://bucket/prefix; a relative path is made absolute")
 	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
 		"storage option key=value for s3:// roots, repeatable (e.g. aws_region=us-east-1)")
 }
@@ -198,7 +226,7 @@ func (g globalOptions) logger() (*slog.Logger, error) {
 // pass through for reaper.Open to check.
 func resolveRoot(root string) (string, error) {
 	if root == "" {
-		return "", usagef("--root is required: pass the database root, e.g. --root /data/lancedb, --root ./lancedb or --root s3://bucket/prefix")
+		return "", usagef("--root is required: pass the database root, e.g. --root /data/lancedb, --root ./lancedb or --root s3://bucket/prefix (or set REAPER_ROOTS)")
 	}
 	if strings.Contains(root, "://") || filepath.IsAbs(root) {
 		return root, nil
@@ -247,12 +275,16 @@ func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	root, err := resolveRoot(o.Root)
+	given, err := o.rootOrEnv()
 	if err != nil {
 		return nil, nil, err
 	}
-	if root != o.Root {
-		log.Debug("relative root made absolute", "root", o.Root, "absolute", root)
+	root, err := resolveRoot(given)
+	if err != nil {
+		return nil, nil, err
+	}
+	if root != given {
+		log.Debug("relative root made absolute", "root", given, "absolute", root)
 	}
 	so, err := parseStorageOptions(o.StorageOptions)
 	if err != nil {
@@ -273,6 +305,31 @@ func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger
 		return nil, nil, usagef("--root %s: %w", root, err)
 	}
 	return ns, log, nil
+}
+
+// rootOrEnv is --root, or else the one root REAPER_ROOTS names, as purge
+// and run read it.
+func (o storeOptions) rootOrEnv() (string, error) {
+	if o.Root != "" {
+		return o.Root, nil
+	}
+	v, ok := o.lookup(config.EnvRoots)
+	if !ok {
+		return "", nil
+	}
+	var uris []string
+	for _, u := range strings.Split(v, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			uris = append(uris, u)
+		}
+	}
+	if len(uris) > 1 {
+		return "", usagef("%s names %d roots and this command takes one: pass --root", config.EnvRoots, len(uris))
+	}
+	if len(uris) == 1 {
+		return uris[0], nil
+	}
+	return "", nil
 }
 
 // validateNames checks table names before anything is changed, so a typo in

@@ -124,7 +124,7 @@ func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.Tab
 func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
 	why := ""
 	if rc.p.w.Config.Paused {
-		why = "paused by configuration (paused: true / REAPER_PAUSED / --paused)"
+		why = "paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)"
 	} else if w, err := rc.ns.Paused(rc.ctx); err != nil {
 		why = "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
 	} else {
