@@ -64,7 +64,7 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return storeError(ns.URI(), eachName(stdout, "drop", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "drop", o.Names, func(name string) (string, error) {
 		m, err := ns.Drop(ctx, name, o.TTL)
 		if err != nil {
 			return "", err

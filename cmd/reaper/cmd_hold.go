@@ -58,7 +58,7 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return storeError(ns.URI(), eachName(stdout, "hold", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "hold", o.Names, func(name string) (string, error) {
 		if _, err := ns.Hold(ctx, name, o.Reason); err != nil {
 			return "", err
 		}
@@ -101,7 +101,7 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return storeError(ns.URI(), eachName(stdout, "release", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "release", o.Names, func(name string) (string, error) {
 		return "hold released", ns.Release(ctx, name)
 	}, releaseFailure))
 }

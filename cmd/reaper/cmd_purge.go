@@ -23,6 +23,8 @@ type purgeOptions struct {
 	storeOptions
 	passFlags
 	DryRun bool
+	// Progress prints each table's progress on stderr.
+	Progress bool
 	// Output is table or json.
 	Output string
 	Names  []string
@@ -33,6 +35,7 @@ func (o *purgeOptions) register(fs *pflag.FlagSet) {
 	o.passFlags.register(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; report what would be purged, with object and byte counts")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
+	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while it is purged: objects done of the total, rate and ETA (a line a second per table)")
 }
 
 func newPurgeCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
@@ -98,6 +101,9 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	}
 	defer rt.close()
 	rt.worker.Tables = o.Names
+	if o.Progress {
+		rt.worker.OnProgress = newProgressPrinter(o.stderr(), o.now).event
+	}
 	rep, err := rt.worker.Pass(ctx, func() bool { return draining(ctx) })
 	if err != nil {
 		return err
@@ -106,9 +112,12 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 		rt.log.Error("export metrics", "err", err)
 	}
 	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
-	if o.Output == formatJSON {
+	switch {
+	case o.Output == formatJSON:
 		err = writeJSON(stdout, out)
-	} else {
+	case o.Quiet && len(out.Failed) == 0:
+		// -q: nothing to say when nothing failed.
+	default:
 		err = renderPurgeTable(stdout, out)
 	}
 	if err != nil {

@@ -52,7 +52,7 @@ func runRevive(ctx context.Context, o reviveOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return storeError(ns.URI(), eachName(stdout, "revive", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "revive", o.Names, func(name string) (string, error) {
 		return "revived: marker removed, the table is live again", ns.Revive(ctx, name)
 	}, reviveFailure))
 }

@@ -86,9 +86,9 @@ func drainDone(ctx context.Context) <-chan struct{} {
 // eachName applies fn to every name in order, prints "<name>: <line>" for
 // each (fn's success line, or its failure explained by explain), and
 // returns a failedError naming op when any failed: the shape of drop,
-// revive, hold and release. A misconfigured store stops at once with its
+// revive, hold and release; quiet leaves out the success lines. A misconfigured store stops at once with its
 // error (pass it to storeError).
-func eachName(stdout io.Writer, op string, names []string, fn func(name string) (string, error), explain func(name string, err error) string) error {
+func eachName(stdout io.Writer, quiet bool, op string, names []string, fn func(name string) (string, error), explain func(name string, err error) string) error {
 	failed := 0
 	for _, name := range names {
 		line, err := fn(name)
@@ -98,6 +98,8 @@ func eachName(stdout io.Writer, op string, names []string, fn func(name string) 
 		if err != nil {
 			failed++
 			line = explain(name, err)
+		} else if quiet {
+			continue
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", name, line)
 	}

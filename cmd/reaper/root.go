@@ -55,6 +55,9 @@ type globalOptions struct {
 	// LogFormat is text or json; LogLevel debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
+	// Quiet prints only failures: no success lines, logs at error level
+	// unless --log-level says otherwise.
+	Quiet bool
 	// Now is this host's clock for logs and reports (time.Now when nil);
 	// tests set it. It decides nothing: due-ness and lease takeovers read
 	// the store's clock.
@@ -190,7 +193,8 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 	fs.Var(newDurationValue(&g.SkewAllowance, reaper.DefaultSkewAllowance), "skew-allowance",
 		"how far a marker may be dated in the future, how long after deleted_at table files may change, and how long past a lease's TTL (by the store's clock) a contender waits before taking it over")
 	fs.StringVar(&g.LogFormat, "log-format", "", "log format on stderr: text or json (default text; purge and run with --config: log.format, json)")
-	fs.StringVar(&g.LogLevel, "log-level", "", "log level: debug, info, warn or error (default info, or log.level)")
+	fs.StringVar(&g.LogLevel, "log-level", "", "log level: debug, info, warn or error (default: warn for drop, revive, status, hold and release, whose result line says it all; info for purge and run, or log.level; error with -q)")
+	fs.BoolVarP(&g.Quiet, "quiet", "q", false, "print only what failed: no success lines, no logs below error (for scripts; -o json is printed whole)")
 }
 
 // registerStore adds --root and --storage-option to a command that opens a
@@ -205,7 +209,11 @@ func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 // logger builds the stderr logger from --log-format and --log-level.
 func (g globalOptions) logger() (*slog.Logger, error) {
 	var level slog.Level
-	if g.LogLevel == "" {
+	switch {
+	case g.LogLevel != "":
+	case g.Quiet:
+		g.LogLevel = "error"
+	default:
 		g.LogLevel = "info"
 	}
 	if err := level.UnmarshalText([]byte(g.LogLevel)); err != nil {
@@ -271,6 +279,11 @@ func parseStorageOptions(kvs []string) (map[string]string, error) {
 // error (exit 2): Open checks the URI and the storage options but does not
 // touch the root.
 func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger, error) {
+	if o.LogLevel == "" && !o.Quiet {
+		// Each name gets its result line on stdout; an INFO line on stderr
+		// beside it says the same again.
+		o.LogLevel = "warn"
+	}
 	log, err := o.logger()
 	if err != nil {
 		return nil, nil, err
