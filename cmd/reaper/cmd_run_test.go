@@ -278,7 +278,7 @@ func TestPurgeHugeLocalDirectoryThroughTheStack(t *testing.T) {
 }
 
 // TestShippedConfig: config/reaper.yaml, unchanged, runs a daemon against
-// a root given by --root (the README's `--root ./var/demo`): ready, and
+// a root given by --root (the README's `--root ./var/demo/db`): ready, and
 // its first pass a success, not partial; without a root it says in one
 // line what to set (exit 2).
 func TestShippedConfig(t *testing.T) {
@@ -287,7 +287,7 @@ func TestShippedConfig(t *testing.T) {
 
 	err = runDaemon(context.Background(), runOptions{storeOptions: storeOptions{globalOptions: quiet()}, passFlags: passFlags{ConfigPath: shipped}}, io.Discard)
 	require.Equal(t, exitUsage, exitCode(err))
-	require.EqualError(t, err, "config: roots = []: no root and no discover pattern; pass --root /path/to/lancedb (e.g. --root ./var/demo after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file")
+	require.EqualError(t, err, "config: roots = []: no root and no discover pattern; pass --root /path/to/lancedb (e.g. --root ./var/demo/db after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file")
 
 	b := localBackend(t)
 	b.writeTable(t, "live", time.Now().Add(-time.Hour))

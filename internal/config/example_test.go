@@ -30,7 +30,7 @@ func TestExampleConfig(t *testing.T) {
 	require.NoError(t, c.Validate())
 	// It names no root, so it runs unchanged against the one given, and
 	// says in one line what to set when none is.
-	require.EqualError(t, c.ValidateForPass(), "config: roots = []: no root and no discover pattern; pass --root /path/to/lancedb (e.g. --root ./var/demo after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file")
+	require.EqualError(t, c.ValidateForPass(), "config: roots = []: no root and no discover pattern; pass --root /path/to/lancedb (e.g. --root ./var/demo/db after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file")
 	withRoot, err := Load(path, func(k string) (string, bool) { return "/data/lancedb", k == EnvRoots })
 	require.NoError(t, err)
 	require.NoError(t, withRoot.ValidateForPass())
