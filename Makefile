@@ -17,9 +17,9 @@ run: build
 ## the Go build run in parallel; then the Go suites, the fuzz targets and deploy/ run side by side
 ## (each starts its own servers in its own temp dirs: no shared state).
 test:
-	@echo "make test: installing tools, building ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores; warm a few seconds)"
+	@echo "make test: installing tools, compiling ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores: versitygw is the long part; warm under a minute)"
 	@$(MAKE) --no-print-directory -j4 --output-sync=line tools lint build interop-deps
-	@echo "make test: go test, fuzz (5 s a target) and deploy-check in parallel (about 8 min warm on 2 busy cores)"
+	@echo "make test: go test (with test/chaos), fuzz (5 s a target) and deploy-check in parallel (about 8 min warm on 2 busy cores, more the first time)"
 	@$(MAKE) --no-print-directory -j3 --output-sync=target gotest fuzz-5s deploy-check-only
 
 .PHONY: gotest fuzz-5s deploy-check-only
