@@ -11,18 +11,28 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 .PHONY: run test unit lint build tools clean model
 
 ## run: seed a demo database root under ./var/demo and run one purge pass on it
-run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/reaper demo --dir $(DEMO_DIR)
+run: build
+	./bin/reaper demo --dir $(DEMO_DIR)
 
-## test: every test, with the race detector, against memory, local disk, a real S3 server, Azurite and the
-## real LanceDB client (installs versitygw and the npm packages on first use)
-test: tools lint build interop-deps
+## test: every test, with the race detector, against memory, local disk, a real S3 server, the GCS and
+## Azure emulators and the real LanceDB client (installs the test servers and the npm packages on first
+## use). The installs and the Go build run in parallel; the Go suites, the fuzz targets and deploy/ then
+## run one after another: side by side on 2 cores they starve the lease tests' timers.
+test:
+	@echo "make test: installing tools, compiling ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores: versitygw is the long part; warm under a minute)"
+	@$(MAKE) --no-print-directory -j4 --output-sync=line tools lint build interop-deps
+	@echo "make test: go test -race (with test/chaos, about 6 min warm), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
+	@$(MAKE) --no-print-directory gotest fuzz-test deploy-check-only
+
+.PHONY: gotest fuzz-test deploy-check-only
+gotest:
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
 	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
 	  $(GO) test -race -count=1 -timeout 25m ./...
-	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
-	$(MAKE) deploy-check
+
+fuzz-test:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 ## make test fuzzes each target for a count of inputs, not a duration: Go 1.26's fuzz coordinator can
 ## fail a duration-bounded run with a bare "context deadline exceeded" when a loaded machine starves its
@@ -41,6 +51,7 @@ lint:
 
 ## build: a static binary in ./bin (the same flags deploy/Dockerfile uses)
 build:
+	@[ -x bin/reaper ] || echo "compiling ./bin/reaper: the first time downloads and compiles every module, up to 8 min on 2 cores; later about 20 s"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
 ## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, the Azurite
@@ -80,13 +91,18 @@ interop-deps: $(INTEROP)/node_modules/.package-lock.json
 # npm install, not npm ci (builds for other platforms are not served) and
 # never --omit=optional (the native binary is an optional dependency).
 $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	@scripts/check-node.sh
+	@echo "installing the LanceDB npm client into $(INTEROP)/node_modules (about 230 MB, 1-2 min once)"
 	cd $(INTEROP) && npm install --no-audit --no-fund
 	@touch $@
 
 ## deploy-check: deploy/ (Dockerfile, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
 ## pass's metrics; deploy/ is its own Go module, so k8s, kustomize and Prometheus stay out of go.mod
-.PHONY: deploy-check
+.PHONY: deploy-check deploy-check-only
 deploy-check: tools build
+	@$(MAKE) --no-print-directory deploy-check-only
+
+deploy-check-only:
 	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
 	cd deploy && $(GO) vet ./...
 	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 15m ./...

@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
-# Installs the versitygw S3 test server (pinned version) into <repo>/.tools/bin.
-# Idempotent: does nothing when the binary there was built from the pinned
-# module version. `versitygw --version` prints "Version: git" for a
-# `go install` build, so the module version is read from the binary's build
-# info (`go version -m`) instead.
+# Installs the versitygw S3 test server (pinned version) and links it as
+# <repo>/.tools/bin/versitygw. The build is cached under
+# .tools/versitygw/<version>/, keyed by version: switching branches or
+# clones that share .tools never rebuilds a version already built, and a
+# version bump builds beside the old one. `versitygw --version` prints
+# "Version: git" for a `go install` build, so the module version is read from
+# the binary's build info (`go version -m`) instead.
 set -euo pipefail
 
 VERSION=v1.8.0
 MODULE=github.com/versity/versitygw
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="$root/.tools/bin"
+tools="${REAPER_TOOLS_DIR:-$root/.tools}"
+bin="$tools/bin"
+cache="$tools/versitygw/$VERSION"
 
-installed_version() {
-	go version -m "$bin/versitygw" 2>/dev/null | awk -v m="$MODULE" '$1 == "mod" && $2 == m { print $3 }'
+module_version() {
+	go version -m "$1" 2>/dev/null | awk -v m="$MODULE" '$1 == "mod" && $2 == m { print $3 }'
 }
 
-if [[ -x "$bin/versitygw" && "$(installed_version)" == "$VERSION" ]]; then
+# An install from before the versioned cache: keep it when it is the version.
+if [[ -x "$bin/versitygw" && ! -L "$bin/versitygw" && "$(module_version "$bin/versitygw")" == "$VERSION" ]]; then
 	echo "versitygw $VERSION already installed in $bin"
 	exit 0
 fi
 
-mkdir -p "$bin"
-echo "installing versitygw $VERSION into $bin (about 2 minutes cold)"
-GOBIN="$bin" go install "$MODULE/cmd/versitygw@$VERSION"
-
-got="$(installed_version)"
-if [[ "$got" != "$VERSION" ]]; then
-	echo "install-versitygw: $bin/versitygw reports module version '${got}', want $VERSION" >&2
-	exit 1
+if [[ ! -x "$cache/versitygw" || "$(module_version "$cache/versitygw")" != "$VERSION" ]]; then
+	mkdir -p "$cache"
+	echo "building versitygw $VERSION into $cache: once per version, about 10 minutes on 2 busy cores, 2 on a fast machine"
+	start=$SECONDS
+	GOBIN="$cache" go install "$MODULE/cmd/versitygw@$VERSION"
+	got="$(module_version "$cache/versitygw")"
+	if [[ "$got" != "$VERSION" ]]; then
+		echo "install-versitygw: $cache/versitygw reports module version '${got}', want $VERSION" >&2
+		exit 1
+	fi
+	echo "versitygw $VERSION built in $((SECONDS - start)) s"
 fi
-echo "versitygw $VERSION installed in $bin"
+mkdir -p "$bin"
+ln -sfn "$cache/versitygw" "$bin/versitygw"
+echo "versitygw $VERSION ready: $bin/versitygw -> $cache/versitygw"

@@ -132,7 +132,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		return err
 	}
 	p.step(1, "the root before the purge", "reaper status --root "+root)
-	if err := renderStatusTable(stdout, before, now); err != nil {
+	if err := renderStatusTable(stdout, before, now, 0); err != nil {
 		return err
 	}
 
@@ -162,7 +162,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	if now, err = ns.StoreNow(ctx); err != nil {
 		return err
 	}
-	if err := renderStatusTable(stdout, after, now); err != nil {
+	if err := renderStatusTable(stdout, after, now, 0); err != nil {
 		return err
 	}
 	p.outro()
@@ -390,9 +390,10 @@ func (p *demoPrinter) explain(rep *purgeReport, before []reaper.TableStatus) {
 func (p *demoPrinter) outro() {
 	fmt.Fprintf(p.w, `
 Try it yourself on this root (make build puts the binary in ./bin):
-  ./bin/reaper drop   --root %[1]s --ttl 1m orders      # soft-delete, purgeable in a minute
-  ./bin/reaper status --root %[1]s -o json
-  ./bin/reaper revive --root %[1]s orders               # undo the drop
+  ./bin/reaper drop   --root %[1]s --ttl 1m orders      # soft-delete; 1m is below the 1h TTL floor (safety.min_ttl)
+  ./bin/reaper status --root %[1]s                      # orders: due in 1m, below the floor
   ./bin/reaper purge  --root %[1]s --dry-run            # what a pass would reclaim
+  ./bin/reaper purge  --root %[1]s --allow-short-ttl    # a minute later: reclaims orders
+  ./bin/reaper revive --root %[1]s orders               # instead of the purge: undo the drop
 `, p.root)
 }

@@ -56,18 +56,25 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
+	floor, err := o.ttlFloor()
+	if err != nil {
+		return err
+	}
 	ns, _, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "drop", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "drop", o.Names, func(name string) (string, error) {
 		m, err := ns.Drop(ctx, name, o.TTL)
 		if err != nil {
 			return "", err
 		}
+		if ttl := m.TTL(0); ttl < floor {
+			fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", name, shortTTLWarning(ttl, floor))
+		}
 		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'",
 			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), ns.URI(), name), nil
-	}, dropFailure)
+	}, dropFailure))
 }
 
 // dropFailure explains a failed drop in operator terms.

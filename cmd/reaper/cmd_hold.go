@@ -58,14 +58,14 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "hold", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "hold", o.Names, func(name string) (string, error) {
 		if _, err := ns.Hold(ctx, name, o.Reason); err != nil {
 			return "", err
 		}
 		return holdMessage(ctx, ns, name, o.Reason), nil
 	}, func(name string, err error) string {
 		return "not held: " + err.Error() + notFoundHint(name, err)
-	})
+	}))
 }
 
 // releaseOptions are the flags and arguments of `reaper release`.
@@ -101,9 +101,18 @@ func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "release", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "release", o.Names, func(name string) (string, error) {
 		return "hold released", ns.Release(ctx, name)
-	}, func(_ string, err error) string { return "not released: " + err.Error() })
+	}, releaseFailure))
+}
+
+// releaseFailure explains a failed release; a missing hold is the usual
+// case and is not a missing table.
+func releaseFailure(name string, err error) string {
+	if errors.Is(err, reaper.ErrNotFound) {
+		return "not released: it has no legal hold; nothing to release" + lanceSuffixHint(name)
+	}
+	return "not released: " + err.Error()
 }
 
 // holdMessage says what the hold means now, truthfully: a purge already

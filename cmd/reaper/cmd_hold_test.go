@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -36,4 +37,17 @@ func TestHoldBlocksPurgeUntilReleased(t *testing.T) {
 	rep, _ = decodeReport(t, out.Bytes())
 	require.Len(t, rep.Purged, 1)
 	require.Empty(t, f.b.tableKeys(t, "due"))
+}
+
+// TestStatusShowsHoldOnLiveTable: a hold placed before any drop shows in
+// the table view, not only in -o json.
+func TestStatusShowsHoldOnLiveTable(t *testing.T) {
+	ctx := context.Background()
+	b := localBackend(t)
+	b.writeTable(t, "orders", time.Now().Add(-time.Hour))
+	var out bytes.Buffer
+	require.NoError(t, runHold(ctx, holdOptions{storeOptions: b.opts, Reason: "case 7", Names: []string{"orders"}}, &out))
+	out.Reset()
+	require.NoError(t, runStatus(ctx, statusOptions{storeOptions: b.opts, Output: formatTable}, &out))
+	require.Equal(t, "NAME    STATE   DELETED_AT  TTL  PURGE_AFTER  NOTE\norders  exists  -           -    -            legal hold: case 7\n", out.String())
 }

@@ -23,6 +23,8 @@ type purgeOptions struct {
 	storeOptions
 	passFlags
 	DryRun bool
+	// Progress prints each table's progress on stderr.
+	Progress bool
 	// Output is table or json.
 	Output string
 	Names  []string
@@ -33,6 +35,7 @@ func (o *purgeOptions) register(fs *pflag.FlagSet) {
 	o.passFlags.register(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; report what would be purged, with object and byte counts")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
+	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while it is purged: objects done of the total, rate and ETA (a line a second per table)")
 }
 
 func newPurgeCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
@@ -98,6 +101,9 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	}
 	defer rt.close()
 	rt.worker.Tables = o.Names
+	if o.Progress {
+		rt.worker.OnProgress = newProgressPrinter(o.stderr(), o.now).event
+	}
 	rep, err := rt.worker.Pass(ctx, func() bool { return draining(ctx) })
 	if err != nil {
 		return err
@@ -106,9 +112,12 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 		rt.log.Error("export metrics", "err", err)
 	}
 	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
-	if o.Output == formatJSON {
+	switch {
+	case o.Output == formatJSON:
 		err = writeJSON(stdout, out)
-	} else {
+	case o.Quiet && len(out.Failed) == 0:
+		// -q: nothing to say when nothing failed.
+	default:
 		err = renderPurgeTable(stdout, out)
 	}
 	if err != nil {
@@ -121,21 +130,21 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	return out.err()
 }
 
-// err is the pass's verdict: a failedError when any table failed.
+// err is the pass's verdict: a usage error (exit 2) when a root failed for
+// a reason the operator fixes in the configuration, a failedError when any
+// other root or any table failed.
 func (r *purgeReport) err() error {
+	if len(r.misconfigured) > 0 {
+		return &usageError{err: fmt.Errorf("purge: %w", errors.Join(r.misconfigured...))}
+	}
 	if len(r.Failed) == 0 {
 		return nil
 	}
-	roots := 0
-	for _, f := range r.Failed {
-		if f.Name == "" {
-			roots++
-		}
-	}
+	tables, roots := len(r.failedTables()), len(r.failedRoots())
 	if roots > 0 {
-		return &failedError{op: "purge", msg: fmt.Sprintf("purge: %d root(s) could not be read and %d table(s) failed; see the lines above", roots, len(r.Failed)-roots)}
+		return &failedError{op: "purge", msg: fmt.Sprintf("purge: %d root(s) could not be read and %d table(s) failed; see the lines above", roots, tables)}
 	}
-	return &failedError{op: "purge", failed: len(r.Failed), all: len(r.Purged) + len(r.Skipped) + len(r.Failed)}
+	return &failedError{op: "purge", failed: tables, all: len(r.Purged) + len(r.Skipped) + tables}
 }
 
 // notStarted counts due tables a drained pass did not start: shutdown
@@ -165,7 +174,12 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			root = rr.Root
 		}
 		if rr.Err != nil {
-			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: rr.Err.Error()})
+			msg := rr.Err.Error()
+			if se := storeError(rr.Root, rr.Err); se != rr.Err {
+				out.misconfigured = append(out.misconfigured, se)
+				msg = strings.TrimPrefix(se.Error(), rr.Root+": ")
+			}
+			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: msg})
 		}
 		// Tables finish in any order under concurrency; report them in plan
 		// order (oldest purge_after first).

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // reviveOptions are the flags and arguments of `reaper revive`.
@@ -50,15 +52,17 @@ func runRevive(ctx context.Context, o reviveOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return eachName(stdout, "revive", o.Names, func(name string) (string, error) {
+	return storeError(ns.URI(), eachName(stdout, o.Quiet, "revive", o.Names, func(name string) (string, error) {
 		return "revived: marker removed, the table is live again", ns.Revive(ctx, name)
-	}, reviveFailure)
+	}, reviveFailure))
 }
 
 func reviveFailure(name string, err error) string {
 	switch {
 	case errors.Is(err, reaper.ErrNotSoftDeleted):
-		return "not revived: it is not soft-deleted: " + err.Error()
+		// The error says it three ways ("revive", "not soft-deleted", "live
+		// already"); once is enough.
+		return fmt.Sprintf("not revived: it is live already (no marker %s); nothing to undo", lifecycle.MarkerKey(name))
 	case errors.Is(err, reaper.ErrNotFound):
 		return "not revived: not found: " + err.Error() + lanceSuffixHint(name)
 	case errors.Is(err, reaper.ErrLocked):

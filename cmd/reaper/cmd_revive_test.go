@@ -25,7 +25,7 @@ func TestRevive(t *testing.T) {
 			want    string
 		}{
 			{"soft-deleted", []string{"orders"}, false, "orders: revived"},
-			{"live", []string{"orders"}, true, "orders: not revived: it is not soft-deleted"},
+			{"live", []string{"orders"}, true, "orders: not revived: it is live already (no marker orders.deleted); nothing to undo\n"},
 			{"unknown", []string{"nope"}, true, "nope: not revived: not found"},
 		}
 		for _, tc := range tests {

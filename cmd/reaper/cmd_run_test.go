@@ -276,3 +276,52 @@ func TestPurgeHugeLocalDirectoryThroughTheStack(t *testing.T) {
 	require.Equal(t, []purgedJSON{{Name: "big", Objects: n + 1, Bytes: n + 1}}, rep.Purged)
 	require.Empty(t, b.keys(t))
 }
+
+// TestShippedConfig: config/reaper.yaml, unchanged, runs a daemon against
+// a root given by --root (the README's `--root ./var/demo/db`): ready, and
+// its first pass a success, not partial; without a root it says in one
+// line what to set (exit 2).
+func TestShippedConfig(t *testing.T) {
+	shipped, err := filepath.Abs(filepath.Join("..", "..", "config", "reaper.yaml"))
+	require.NoError(t, err)
+
+	err = runDaemon(context.Background(), runOptions{storeOptions: storeOptions{globalOptions: quiet()}, passFlags: passFlags{ConfigPath: shipped}}, io.Discard)
+	require.Equal(t, exitUsage, exitCode(err))
+	require.EqualError(t, err, "config: roots = []: no root and no discover pattern; pass --root /path/to/lancedb (e.g. --root ./var/demo/db after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file")
+
+	b := localBackend(t)
+	b.writeTable(t, "live", time.Now().Add(-time.Hour))
+	o := runOptions{storeOptions: b.opts, passFlags: passFlags{ConfigPath: shipped}}
+	o.Sets = []string{"listen=127.0.0.1:0"}
+	clock := clocktest.NewFake(time.Now())
+	o.clock = clock
+	ready := make(chan string, 1)
+	o.ready = ready
+	drain := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(withDrain(context.Background(), drain), o, io.Discard) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("daemon exited early: %v", err)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, clock.WaitForTimers(waitCtx, 1))
+	require.Eventually(t, func() bool {
+		_, body := get("/metrics")
+		return strings.Contains(body, `reaper_passes_total{result="success"} 1`)
+	}, 30*time.Second, 20*time.Millisecond, "the first pass is a success")
+	code, body := get("/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	close(drain)
+	require.NoError(t, <-done)
+}

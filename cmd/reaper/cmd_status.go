@@ -33,8 +33,9 @@ time and notes (due, due in 3h, problems, lease holder). It reads the root
 with one listing and one read per marker; it changes nothing.
 
 JSON (-o json) is an array of objects with name, state, deleted_at_ms,
-ttl_ms, purge_after_ms, due, problem, lease_owner and lease_expires_at_ms;
-fields that do not apply are null.
+ttl_ms, purge_after_ms, due, below_min_ttl (purge skips it: its TTL is below
+safety.min_ttl), problem, lease_owner, lease_expires_at_ms, held and
+hold_reason; fields that do not apply are null.
 
 Exit status: 0 on success (whatever the states), 1 when the root cannot be
 read, 2 on usage errors.`,
@@ -56,21 +57,25 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
+	floor, err := o.ttlFloor()
+	if err != nil {
+		return err
+	}
 	ns, _, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	all, err := ns.Status(ctx, o.Names...)
 	if err != nil {
-		return err
+		return storeError(ns.URI(), err)
 	}
 	// Due-ness is the store's clock's to judge, as purge judges it.
 	now, err := ns.StoreNow(ctx)
 	if err != nil {
-		return err
+		return storeError(ns.URI(), err)
 	}
 	if o.Output == formatJSON {
-		return renderStatusJSON(stdout, all, now)
+		return renderStatusJSON(stdout, all, now, floor)
 	}
-	return renderStatusTable(stdout, all, now)
+	return renderStatusTable(stdout, all, now, floor)
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // usageError marks a usage or configuration error: exit status 2.
@@ -23,6 +26,18 @@ func asUsage(err error) error {
 		return nil
 	}
 	return &usageError{err: err}
+}
+
+// storeError turns a store error the operator fixes in the configuration
+// (objstore.ErrMisconfigured: credentials, region, endpoint, a missing
+// bucket or directory, access denied) into one usage-error line naming the
+// root and what to set (exit 2); other errors pass unchanged.
+func storeError(root string, err error) error {
+	var me *objstore.MisconfiguredError
+	if !errors.As(err, &me) {
+		return err
+	}
+	return &usageError{err: fmt.Errorf("%s: %w", root, me)}
 }
 
 // failedError says some tables failed; each failure was already printed.
@@ -71,14 +86,20 @@ func drainDone(ctx context.Context) <-chan struct{} {
 // eachName applies fn to every name in order, prints "<name>: <line>" for
 // each (fn's success line, or its failure explained by explain), and
 // returns a failedError naming op when any failed: the shape of drop,
-// revive, hold and release.
-func eachName(stdout io.Writer, op string, names []string, fn func(name string) (string, error), explain func(name string, err error) string) error {
+// revive, hold and release; quiet leaves out the success lines. A misconfigured store stops at once with its
+// error (pass it to storeError).
+func eachName(stdout io.Writer, quiet bool, op string, names []string, fn func(name string) (string, error), explain func(name string, err error) string) error {
 	failed := 0
 	for _, name := range names {
 		line, err := fn(name)
+		if errors.Is(err, objstore.ErrMisconfigured) {
+			return err // the next name would fail alike: say what to set
+		}
 		if err != nil {
 			failed++
 			line = explain(name, err)
+		} else if quiet {
+			continue
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", name, line)
 	}

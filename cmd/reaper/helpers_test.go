@@ -191,7 +191,16 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 
 // quiet sends logs nowhere.
 func quiet() globalOptions {
-	return globalOptions{LogFormat: "text", LogLevel: "warn", Stderr: io.Discard}
+	return globalOptions{LogFormat: "text", LogLevel: "warn", Stderr: io.Discard, lookupEnv: noEnv}
+}
+
+// noEnv is an empty environment: the commands that read REAPER_* variables
+// see none of the test process's.
+func noEnv(string) (string, bool) { return "", false }
+
+// envOf is an environment of the given variables.
+func envOf(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
 }
 
 // at returns a fixed clock.

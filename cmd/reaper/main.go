@@ -35,7 +35,10 @@ func main() {
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newRootCmd(stdout, stderr)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
+	err := checkCommand(cmd, args)
+	if err == nil {
+		err = cmd.ExecuteContext(ctx)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "reaper: %v\n", err)
 	}

@@ -35,6 +35,7 @@ type statusJSON struct {
 	TTLMs            *int64  `json:"ttl_ms"`
 	PurgeAfterMs     *int64  `json:"purge_after_ms"`
 	Due              bool    `json:"due"`
+	BelowMinTTL      bool    `json:"below_min_ttl"`
 	Problem          *string `json:"problem"`
 	LeaseOwner       *string `json:"lease_owner"`
 	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
@@ -44,8 +45,8 @@ type statusJSON struct {
 
 func ptr[T any](v T) *T { return &v }
 
-func toStatusJSON(s reaper.TableStatus, now time.Time) statusJSON {
-	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now)}
+func toStatusJSON(s reaper.TableStatus, now time.Time, floor time.Duration) statusJSON {
+	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now), BelowMinTTL: belowFloor(s, floor)}
 	if s.Marker != nil {
 		out.DeletedAtMs = ptr(s.Marker.DeletedAtMs)
 		out.TTLMs = ptr(s.TTL.Milliseconds())
@@ -72,17 +73,17 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func renderStatusJSON(w io.Writer, all []reaper.TableStatus, now time.Time) error {
+func renderStatusJSON(w io.Writer, all []reaper.TableStatus, now time.Time, floor time.Duration) error {
 	out := make([]statusJSON, len(all))
 	for i, s := range all {
-		out[i] = toStatusJSON(s, now)
+		out[i] = toStatusJSON(s, now, floor)
 	}
 	return writeJSON(w, out)
 }
 
 // renderStatusTable prints aligned columns NAME STATE DELETED_AT TTL
-// PURGE_AFTER NOTE.
-func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time) error {
+// PURGE_AFTER NOTE; floor is the TTL floor purge applies (0: none).
+func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time, floor time.Duration) error {
 	if len(all) == 0 {
 		_, err := fmt.Fprintln(w, "no tables in this root")
 		return err
@@ -96,16 +97,20 @@ func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time) err
 			ttl = formatDuration(s.TTL)
 			after = formatTime(s.PurgeAfter)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, deleted, ttl, after, statusNote(s, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, deleted, ttl, after, statusNote(s, now, floor))
 	}
 	return tw.Flush()
 }
 
 // statusNote says what an operator needs to know about one table.
-func statusNote(s reaper.TableStatus, now time.Time) string {
+func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string {
 	var notes []string
 	if s.Problem != "" {
 		notes = append(notes, s.Problem)
+	}
+	if s.Hold != nil {
+		// Live tables too: a hold placed before a drop is what keeps it.
+		notes = append(notes, "legal hold: "+s.Hold.Reason)
 	}
 	switch {
 	case s.State == reaper.StateInvalidMarker:
@@ -115,9 +120,13 @@ func statusNote(s reaper.TableStatus, now time.Time) string {
 	case s.State == reaper.StateNotATable:
 	case s.Marker == nil || s.FutureDated:
 	case s.Hold != nil:
-		notes = append(notes, "legal hold: "+s.Hold.Reason)
+		notes = append(notes, "never purged until 'reaper release'")
+	case s.Due(now) && belowFloor(s, floor):
+		notes = append(notes, "past its ttl, but "+shortTTLWarning(s.TTL, floor))
 	case s.Due(now):
 		notes = append(notes, "due")
+	case belowFloor(s, floor):
+		notes = append(notes, "due in "+formatDuration(roundForHumans(s.PurgeAfter.Sub(now)))+", but "+shortTTLWarning(s.TTL, floor))
 	default:
 		notes = append(notes, "due in "+formatDuration(roundForHumans(s.PurgeAfter.Sub(now))))
 	}
@@ -147,6 +156,9 @@ type purgeReport struct {
 	Skipped []skippedJSON `json:"skipped"`
 	Failed  []failedJSON  `json:"failed"`
 	DryRun  bool          `json:"dry_run,omitempty"`
+	// misconfigured holds the root failures an operator fixes in the
+	// configuration (exit 2), each "<root>: <problem>; <fix>".
+	misconfigured []error
 }
 
 type purgedJSON struct {
@@ -187,11 +199,37 @@ func (r *purgeReport) totals() (objects, bytes int64) {
 	return objects, bytes
 }
 
+// failedTables are the failed entries that name a table.
+func (r *purgeReport) failedTables() []failedJSON {
+	var out []failedJSON
+	for _, f := range r.Failed {
+		if f.Name != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// failedRoots are the roots that could not be opened or listed.
+func (r *purgeReport) failedRoots() []failedJSON {
+	var out []failedJSON
+	for _, f := range r.Failed {
+		if f.Name == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // summary is the last line of the table output.
 func (r *purgeReport) summary() string {
 	objects, bytes := r.totals()
+	tables, roots := r.failedTables(), r.failedRoots()
 	s := fmt.Sprintf("reclaimed %d objects, %s from %d tables; %d skipped, %d failed",
-		objects, humanBytes(bytes), len(r.Purged), len(r.Skipped), len(r.Failed))
+		objects, humanBytes(bytes), len(r.Purged), len(r.Skipped), len(tables))
+	if len(roots) > 0 {
+		s += fmt.Sprintf("; %d root(s) could not be read", len(roots))
+	}
 	if r.DryRun {
 		s = "dry run, nothing was deleted: would have " + s
 	}
@@ -221,11 +259,19 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	if len(r.Failed) > 0 {
-		fmt.Fprintf(tw, "FAILED: %d (needs an operator)\n", len(r.Failed))
+	if tables := r.failedTables(); len(tables) > 0 {
+		fmt.Fprintf(tw, "FAILED: %d (needs an operator)\n", len(tables))
 		fmt.Fprintln(tw, "  NAME\tERROR")
-		for _, f := range r.Failed {
+		for _, f := range tables {
 			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Error)
+		}
+		fmt.Fprintln(tw)
+	}
+	if roots := r.failedRoots(); len(roots) > 0 {
+		fmt.Fprintf(tw, "ROOTS FAILED: %d (not read; nothing in them was purged)\n", len(roots))
+		fmt.Fprintln(tw, "  ROOT\tERROR")
+		for _, f := range roots {
+			fmt.Fprintf(tw, "  %s\t%s\n", f.Root, f.Error)
 		}
 		fmt.Fprintln(tw)
 	}

@@ -43,7 +43,10 @@ EXIT STATUS
   1  at least one table failed (each failure is printed), the root could not
      be read, or the run was interrupted
   2  usage or configuration error: bad flag, duration or table name, bad
-     --root URI, unknown or malformed --storage-option`
+     --root URI, unknown or malformed --storage-option, or a root the
+     settings cannot reach: a missing directory or bucket, no or rejected
+     credentials, the wrong region, an unreachable endpoint, access denied
+     (one line naming the root and what to set)`
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
@@ -56,6 +59,9 @@ type globalOptions struct {
 	// LogFormat is text or json; LogLevel debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
+	// Quiet prints only failures: no success lines, logs at error level
+	// unless --log-level says otherwise.
+	Quiet bool
 	// Now is this host's clock for logs and reports (time.Now when nil);
 	// tests set it. It decides nothing: due-ness and lease takeovers read
 	// the store's clock.
@@ -65,6 +71,9 @@ type globalOptions struct {
 	// wrapStore, when set, wraps every store a command opens (tests move
 	// the store's clock with it).
 	wrapStore func(objstore.Store) objstore.Store
+	// lookupEnv reads REAPER_* variables for the commands without --config
+	// (os.LookupEnv when nil); tests set it.
+	lookupEnv func(string) (string, bool)
 }
 
 // storeOptions are the flags of every command that opens a root.
@@ -79,6 +88,14 @@ func (g globalOptions) now() time.Time {
 		return g.Now()
 	}
 	return time.Now()
+}
+
+// stderr is where logs and warnings go.
+func (g globalOptions) stderr() io.Writer {
+	if g.Stderr != nil {
+		return g.Stderr
+	}
+	return os.Stderr
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -97,17 +114,16 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			hint := "run 'reaper --help' for the list of commands"
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				hint = fmt.Sprintf("did you mean %q? %s", s[0], hint)
-			}
-			return usagef("unknown command %q: %s", args[0], hint)
+			return unknownCommand(cmd, args[0])
 		},
 	}
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error { return g.applyClockOffset(os.LookupEnv) }
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if !c.HasParent() {
+			return usagef("%w; run 'reaper --help' for the commands and flags", err)
+		}
 		return usagef("%s: %w; run '%s --help' for the flags", c.Name(), err, c.CommandPath())
 	})
 	g.register(cmd.PersistentFlags())
@@ -124,6 +140,35 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(stdout),
 	)
 	return cmd
+}
+
+// unknownCommand is the error for a first argument that names no command,
+// with the closest command when there is one.
+func unknownCommand(root *cobra.Command, name string) error {
+	hint := "run 'reaper --help' for the list of commands"
+	if s := root.SuggestionsFor(name); len(s) > 0 {
+		hint = fmt.Sprintf("did you mean %q? %s", s[0], hint)
+	}
+	return usagef("unknown command %q: %s", name, hint)
+}
+
+// checkCommand catches an unknown command before cobra parses the flags
+// that follow it against the root command ("reaper prune --root /x" would
+// say "unknown flag: --root" and never suggest purge).
+func checkCommand(root *cobra.Command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil
+	}
+	switch args[0] {
+	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		return nil
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == args[0] || c.HasAlias(args[0]) {
+			return nil
+		}
+	}
+	return unknownCommand(root, args[0])
 }
 
 // clockOffsetEnv shifts this process's wall clock, as if its host's clock
@@ -152,31 +197,33 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 	fs.Var(newDurationValue(&g.SkewAllowance, reaper.DefaultSkewAllowance), "skew-allowance",
 		"how far a marker may be dated in the future, how long after deleted_at table files may change, and how long past a lease's TTL (by the store's clock) a contender waits before taking it over")
 	fs.StringVar(&g.LogFormat, "log-format", "", "log format on stderr: text or json (default text; purge and run with --config: log.format, json)")
-	fs.StringVar(&g.LogLevel, "log-level", "", "log level: debug, info, warn or error (default info, or log.level)")
+	fs.StringVar(&g.LogLevel, "log-level", "", "log level: debug, info, warn or error (default: warn for drop, revive, status, hold and release, whose result line says it all; info for purge and run, or log.level; error with -q)")
+	fs.BoolVarP(&g.Quiet, "quiet", "q", false, "print only what failed: no success lines, no logs below error (for scripts; -o json is printed whole)")
 }
 
 // registerStore adds --root and --storage-option to a command that opens a
 // root; g is copied in when the command runs.
 func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Root, "root", "",
-		"database root (required): /abs/path, file:///abs/path, s3://bucket/prefix or gs://bucket/prefix; a relative path is made absolute")
+		"database root (required unless REAPER_ROOTS names one): /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix or az://container/prefix; a relative path is made absolute")
 	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
-		"storage option key=value for s3:// and gs:// roots, repeatable (e.g. aws_region=us-east-1)")
+		"storage option key=value for s3://, gs:// and az:// roots, repeatable (e.g. aws_region=us-east-1)")
 }
 
 // logger builds the stderr logger from --log-format and --log-level.
 func (g globalOptions) logger() (*slog.Logger, error) {
 	var level slog.Level
-	if g.LogLevel == "" {
+	switch {
+	case g.LogLevel != "":
+	case g.Quiet:
+		g.LogLevel = "error"
+	default:
 		g.LogLevel = "info"
 	}
 	if err := level.UnmarshalText([]byte(g.LogLevel)); err != nil {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", g.LogLevel)
 	}
-	w := g.Stderr
-	if w == nil {
-		w = os.Stderr
-	}
+	w := g.stderr()
 	ho := &slog.HandlerOptions{Level: level}
 	switch g.LogFormat {
 	case "text", "":
@@ -191,7 +238,7 @@ func (g globalOptions) logger() (*slog.Logger, error) {
 // pass through for reaper.Open to check.
 func resolveRoot(root string) (string, error) {
 	if root == "" {
-		return "", usagef("--root is required: pass the database root, e.g. --root /data/lancedb, --root ./lancedb or --root s3://bucket/prefix")
+		return "", usagef("--root is required: pass the database root, e.g. --root /data/lancedb, --root ./lancedb or --root s3://bucket/prefix (or set REAPER_ROOTS)")
 	}
 	if strings.Contains(root, "://") || filepath.IsAbs(root) {
 		return root, nil
@@ -236,16 +283,25 @@ func parseStorageOptions(kvs []string) (map[string]string, error) {
 // error (exit 2): Open checks the URI and the storage options but does not
 // touch the root.
 func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger, error) {
+	if o.LogLevel == "" && !o.Quiet {
+		// Each name gets its result line on stdout; an INFO line on stderr
+		// beside it says the same again.
+		o.LogLevel = "warn"
+	}
 	log, err := o.logger()
 	if err != nil {
 		return nil, nil, err
 	}
-	root, err := resolveRoot(o.Root)
+	given, err := o.rootOrEnv()
 	if err != nil {
 		return nil, nil, err
 	}
-	if root != o.Root {
-		log.Debug("relative root made absolute", "root", o.Root, "absolute", root)
+	root, err := resolveRoot(given)
+	if err != nil {
+		return nil, nil, err
+	}
+	if root != given {
+		log.Debug("relative root made absolute", "root", given, "absolute", root)
 	}
 	so, err := parseStorageOptions(o.StorageOptions)
 	if err != nil {
@@ -266,6 +322,31 @@ func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger
 		return nil, nil, usagef("--root %s: %w", root, err)
 	}
 	return ns, log, nil
+}
+
+// rootOrEnv is --root, or else the one root REAPER_ROOTS names, as purge
+// and run read it.
+func (o storeOptions) rootOrEnv() (string, error) {
+	if o.Root != "" {
+		return o.Root, nil
+	}
+	v, ok := o.lookup(config.EnvRoots)
+	if !ok {
+		return "", nil
+	}
+	var uris []string
+	for _, u := range strings.Split(v, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			uris = append(uris, u)
+		}
+	}
+	if len(uris) > 1 {
+		return "", usagef("%s names %d roots and this command takes one: pass --root", config.EnvRoots, len(uris))
+	}
+	if len(uris) == 1 {
+		return uris[0], nil
+	}
+	return "", nil
 }
 
 // validateNames checks table names before anything is changed, so a typo in

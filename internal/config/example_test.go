@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,13 @@ func TestExampleConfig(t *testing.T) {
 	path := examplePath(t)
 	c, err := Load(path, nil)
 	require.NoError(t, err)
-	require.NoError(t, c.ValidateForPass())
+	require.NoError(t, c.Validate())
+	// It names no root, so it runs unchanged against the one given, and
+	// says in one line what to set when none is.
+	require.EqualError(t, c.ValidateForPass(), "config: roots = []: no root and no discover pattern; pass --root /path/to/lancedb (e.g. --root ./var/demo/db after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file")
+	withRoot, err := Load(path, func(k string) (string, bool) { return "/data/lancedb", k == EnvRoots })
+	require.NoError(t, err)
+	require.NoError(t, withRoot.ValidateForPass())
 
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -35,6 +42,12 @@ func TestExampleConfig(t *testing.T) {
 	present := map[string]bool{}
 	collectKeys(doc.Content[0], "", present)
 	for _, k := range Keys() {
+		if list, field, ok := strings.Cut(k, "."); ok && (list == "roots" || list == "discover") {
+			// These lists ship empty: their fields are shown in the
+			// commented examples.
+			require.Regexp(t, `(?m)^\s*#[\s#-]*`+field+`:`, string(data), "config/reaper.yaml lacks a commented example of %q", k)
+			continue
+		}
 		require.True(t, present[k], "config/reaper.yaml lacks key %q: add it with a comment (what, default, when to change)", k)
 	}
 

@@ -23,7 +23,7 @@ func decodeFile(path string, c *Config) error {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("config file %s: %w", path, trimYAML(err))
+		return fmt.Errorf("config file %s: %s", path, syntaxError(data, trimYAML(err).Error()))
 	}
 	if len(doc.Content) == 0 {
 		return nil // empty file: defaults

@@ -15,6 +15,10 @@ const EnvPrefix = "REAPER_"
 // root URIs; it replaces the file's roots.
 const EnvRoots = EnvPrefix + "ROOTS"
 
+// EnvDiscover holds a comma-separated list of discover patterns; it
+// replaces the file's discover list, and an empty value clears it.
+const EnvDiscover = EnvPrefix + "DISCOVER"
+
 // EnvJobCompletionIndex is set by Kubernetes Indexed Jobs.
 const EnvJobCompletionIndex = "JOB_COMPLETION_INDEX"
 
@@ -84,9 +88,9 @@ func LoadEnviron(path string, environ []string) (Config, error) {
 }
 
 // EnvNames maps every REAPER_* variable Load reads to its dotted key
-// ("roots" for REAPER_ROOTS).
+// ("roots" for REAPER_ROOTS, "discover" for REAPER_DISCOVER).
 func EnvNames() map[string]string {
-	m := map[string]string{EnvRoots: "roots"}
+	m := map[string]string{EnvRoots: "roots", EnvDiscover: "discover"}
 	for _, k := range ScalarKeys() {
 		m[EnvName(k)] = k
 	}
@@ -143,6 +147,9 @@ func (c *Config) applyEnv(lookupEnv func(string) (string, bool)) error {
 	var errs []error
 	if v, ok := lookupEnv(EnvRoots); ok {
 		c.Roots = splitRoots(v)
+	}
+	if v, ok := lookupEnv(EnvDiscover); ok {
+		c.Discover = splitRoots(v)
 	}
 	for _, k := range ScalarKeys() {
 		name := EnvName(k)

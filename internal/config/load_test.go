@@ -174,6 +174,41 @@ roots:
 	require.Equal(t, []Root{{URI: "/x"}}, c.Roots)
 }
 
+// TestDiscoverOverrides: REAPER_DISCOVER and Set("discover") replace the
+// file's patterns, and an empty value clears them (it used to be that no
+// variable or flag could).
+func TestDiscoverOverrides(t *testing.T) {
+	t.Parallel()
+	p := writeFile(t, `
+roots:
+  - uri: /from/file
+discover:
+  - uri: /tenants/*/
+`)
+	for _, tc := range []struct {
+		name string
+		env  func(string) (string, bool)
+		set  *string
+		want []Root
+	}{
+		{"file", envOf(), nil, []Root{{URI: "/tenants/*/"}}},
+		{"env replaces", envOf("REAPER_DISCOVER", "/a/*/, s3://b/t/*/"), nil, []Root{{URI: "/a/*/"}, {URI: "s3://b/t/*/"}}},
+		{"empty env clears", envOf("REAPER_DISCOVER", ""), nil, nil},
+		{"set clears", envOf(), new(string), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Load(p, tc.env)
+			require.NoError(t, err)
+			if tc.set != nil {
+				require.NoError(t, c.Set("discover", *tc.set))
+			}
+			require.Equal(t, tc.want, c.Discover)
+			require.Equal(t, []Root{{URI: "/from/file"}}, c.Roots)
+		})
+	}
+}
+
 func TestEnvErrors(t *testing.T) {
 	t.Parallel()
 	_, err := Load("", envOf("REAPER_LIMITS_TABLE_CONCURRENCY", "many"))
@@ -210,10 +245,10 @@ func TestEnvNames(t *testing.T) {
 	t.Parallel()
 	names := EnvNames()
 	for _, want := range []string{"REAPER_SCHEDULE", "REAPER_LIMITS_TABLE_CONCURRENCY", "REAPER_SAFETY_MIN_TTL",
-		"REAPER_DRY_RUN", "REAPER_PAUSED", "REAPER_SHARD_INDEX", "REAPER_ROOTS", "REAPER_AUDIT_LOCATION"} {
+		"REAPER_DRY_RUN", "REAPER_PAUSED", "REAPER_SHARD_INDEX", "REAPER_ROOTS", "REAPER_DISCOVER", "REAPER_AUDIT_LOCATION"} {
 		require.Contains(t, names, want)
 	}
-	require.Len(t, names, len(ScalarKeys())+1, "env names are unique")
+	require.Len(t, names, len(ScalarKeys())+2, "env names are unique (plus the two list variables)")
 	for name := range names {
 		require.False(t, ignoredEnvName(name), "%s is both read and ignored", name)
 	}
@@ -334,4 +369,24 @@ func TestServiceLinkEnvIgnored(t *testing.T) {
 	}
 	require.NoError(t, UnknownEnv(env))
 	require.Error(t, UnknownEnv([]string{"REAPER_SCHEDUEL=@hourly"}), "a misspelt setting is still refused")
+}
+
+// TestSyntaxErrorLine: a YAML syntax error names the line to fix, not the
+// line its enclosing block starts on (yaml.v3 reported line 1 for a bad
+// indent on line 3).
+func TestSyntaxErrorLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, body, want string }{
+		{"list item indent", "roots:\n  - uri: /a\n   storage_options: {}\n", "line 3: did not find expected '-' indicator"},
+		{"key dedented", "log:\n  format: json\n level: info\n", "line 3: did not find expected key"},
+		{"tab", "safety:\n  min_ttl: 1h\n\tallow_short_ttl: true\n", "line 3: found a tab character that violates indentation"},
+		{"key indented", "log:\n  format: json\n    level: info\n", "line 3: mapping values are not allowed in this context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := writeFile(t, tc.body)
+			_, err := Load(p, nil)
+			require.EqualError(t, err, "config file "+p+": "+tc.want)
+		})
+	}
 }

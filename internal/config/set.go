@@ -13,10 +13,15 @@ import (
 // ParseDuration, booleans with strconv.ParseBool, numbers in decimal.
 // REAPER_* variables and command-line flags both go through Set. The key
 // "roots" takes a comma-separated list of URIs and replaces the roots
-// (without storage options). Set does not validate ranges: call Validate.
+// (without storage options), "discover" likewise the discover patterns; an
+// empty value clears the list. Set does not validate ranges: call Validate.
 func (c *Config) Set(key, value string) error {
-	if key == "roots" {
+	switch key {
+	case "roots":
 		c.Roots = splitRoots(value)
+		return nil
+	case "discover":
+		c.Discover = splitRoots(value)
 		return nil
 	}
 	_, m := fields()

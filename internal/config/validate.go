@@ -75,7 +75,7 @@ func (c Config) ValidateForPass() error {
 	err := c.Validate()
 	if len(c.Roots) == 0 && len(c.Discover) == 0 {
 		err = errors.Join(err, &ValidationError{Key: "roots", Value: "[]", Problem: "no root and no discover pattern",
-			Fix: "list at least one database root under roots (or --root, or REAPER_ROOTS), or a pattern under discover"})
+			Fix: "pass --root /path/to/lancedb (e.g. --root ./var/demo/db after 'make run'), set REAPER_ROOTS, or list roots or discover patterns in the file"})
 	}
 	return err
 }

@@ -37,6 +37,10 @@ type PurgeOptions struct {
 	// Progress, when set, is called after each delete batch with the running
 	// totals (from several goroutines when DeleteConcurrency > 1).
 	Progress func(objects, bytes int64)
+	// Walked, when set, is called once the table has been walked, with the
+	// objects and bytes the purge is about to delete: with Progress, it
+	// gives a progress bar its total.
+	Walked func(objects, bytes int64)
 	// DeleteConcurrency is how many delete batches are in flight (default 1).
 	DeleteConcurrency int
 	// Planned is the table as a plan just read it. Its marker (ETag and
@@ -262,6 +266,9 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	}
 
 	// 5. Manifests first, then the rest.
+	if opts.Walked != nil {
+		opts.Walked(int64(manifests.n+rest.n), manifests.size+rest.size)
+	}
 	d := newBatchDeleter(ctx, ns.store, g, name, opts)
 	err = manifests.each(objstore.MaxBatchDelete, d.submit)
 	if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {

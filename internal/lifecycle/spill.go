@@ -31,12 +31,14 @@ type spill struct {
 	file *os.File
 	w    *bufio.Writer
 	n    int
+	size int64 // bytes of the keys added
 }
 
 func newSpill(dir string) *spill { return &spill{dir: dir} }
 
 func (s *spill) add(key string, size int64) error {
 	s.n++
+	s.size += size
 	if s.file == nil && len(s.mem) < spillInMemory {
 		s.mem = append(s.mem, keyEntry{key, size})
 		return nil

@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -55,6 +56,9 @@ type OpenEnv struct {
 	// Transport, if set, carries every HTTP request of an HTTP backend (a
 	// request counter, a fault injector); backends without HTTP ignore it.
 	Transport http.RoundTripper
+	// Logger, if set, receives the backend's debug lines (the resolved
+	// region and endpoint, the SDK's own messages).
+	Logger *slog.Logger
 }
 
 // OptionNames lists the backend's storage option names in declared order.

@@ -110,7 +110,7 @@ func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.Tab
 	for _, s := range due {
 		if s.TTL < floor && !rc.safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker && s.Commit == nil {
 			held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Status: s,
-				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; set safety.allow_short_ttl to purge it", s.TTL, floor)})
+				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; pass --allow-short-ttl or set safety.allow_short_ttl to purge it", s.TTL, floor)})
 			continue
 		}
 		kept = append(kept, s)
@@ -124,7 +124,7 @@ func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.Tab
 func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
 	why := ""
 	if rc.p.w.Config.Paused {
-		why = "paused by configuration (paused: true / REAPER_PAUSED / --paused)"
+		why = "paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)"
 	} else if w, err := rc.ns.Paused(rc.ctx); err != nil {
 		why = "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
 	} else {

@@ -57,6 +57,9 @@ type Worker struct {
 	Version string
 	// ProgressEvery is how often a long purge logs its progress (default 10s).
 	ProgressEvery time.Duration
+	// OnProgress, when set, receives every table's progress: once walked,
+	// after each delete batch and when done (from the purging goroutines).
+	OnProgress func(Progress)
 	// Tables, when set, limits the pass to these names; a named table that
 	// is live or unknown is reported as failed.
 	Tables []string
@@ -278,7 +281,19 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	every := cmp.Or(p.w.ProgressEvery, 10*time.Second)
 	var mu sync.Mutex
 	last := d.Started
+	pr := Progress{Root: ns.Store().URI(), Table: s.Name, Started: d.Started}
+	report := func(update func(*Progress)) {
+		if p.w.OnProgress == nil {
+			return
+		}
+		mu.Lock()
+		update(&pr)
+		ev := pr
+		mu.Unlock()
+		p.w.OnProgress(ev)
+	}
 	progress := func(objects, bytes int64) {
+		report(func(pr *Progress) { pr.Objects, pr.Bytes = objects, bytes })
 		mu.Lock()
 		defer mu.Unlock()
 		if t := p.now(); t.Sub(last) >= every {
@@ -290,8 +305,12 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	res, err := ns.Purge(ctx, s.Name, lifecycle.PurgeOptions{
 		DryRun: p.rep.DryRun, DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
 		MaxObjects: maxObjects, Progress: progress, Planned: &s,
+		Walked: func(objects, bytes int64) {
+			report(func(pr *Progress) { pr.TotalObjects, pr.TotalBytes = objects, bytes })
+		},
 	})
 	d.Finished = p.now()
+	report(func(pr *Progress) { pr.Objects, pr.Bytes, pr.Done = res.Objects, res.Bytes, true })
 	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)

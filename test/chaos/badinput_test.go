@@ -74,7 +74,7 @@ func badCases() []badCase {
 		{name: "file URI with a host", args: func(*backend, string) []string { return []string{"purge", "--root", "file://host/db"} }, code: 2, out: "file URIs take no host"},
 		{name: "root does not exist", args: func(*backend, string) []string {
 			return []string{"purge", "-o", "json", "--root", "/nonexistent/reaper-chaos"}
-		}, code: 1, out: "root(s) could not be read"},
+		}, code: 2, out: "reaper: purge: file:///nonexistent/reaper-chaos: directory does not exist"},
 		{name: "storage option on a local root", args: purgeRoot("--storage-option", "aws_region=eu-west-1"), code: 2, out: "storage options apply to s3:// locations only"},
 		{name: "unknown storage option", s3: true, args: purgeRoot("--storage-option", "aws_endpont=http://x"), code: 2, out: `unknown storage option "aws_endpont"`},
 		{name: "plain http endpoint without allow_http", s3: true, args: func(b *backend, _ string) []string {

@@ -80,7 +80,7 @@ func nodeProblem() string {
 	nodeOnce.Do(func() {
 		p, err := exec.LookPath("node")
 		if err != nil {
-			nodeMissing = "node is not installed (need Node 20 or newer)"
+			nodeMissing = "node is not installed (need Node 22 or newer; 20 works with an npm EBADENGINE warning)"
 			return
 		}
 		nodePath = p

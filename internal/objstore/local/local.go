@@ -83,7 +83,8 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("open local store %s: directory does not exist; create it (mkdir -p %s) or fix the root URI", dir, dir)
+		return nil, fmt.Errorf("open local store %s: %w", dir, &objstore.MisconfiguredError{
+			Problem: "directory does not exist", Fix: fmt.Sprintf("create it (mkdir -p %s) or fix the root URI", dir), Err: err})
 	case err != nil:
 		return nil, fmt.Errorf("open local store %s: %w", dir, err)
 	case !fi.IsDir():

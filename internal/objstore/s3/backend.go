@@ -32,6 +32,9 @@ func openBackend(ctx context.Context, loc objstore.Location, options map[string]
 	if env.Transport != nil {
 		opts = append(opts, WithTransport(env.Transport))
 	}
+	if env.Logger != nil {
+		opts = append(opts, WithLogger(env.Logger))
+	}
 	st, err := Open(ctx, loc, options, opts...)
 	if err != nil {
 		return nil, err // not a typed nil in the interface

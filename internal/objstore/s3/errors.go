@@ -17,11 +17,16 @@ import (
 // mapError adds the objstore sentinel a failure stands for, keeping the SDK
 // error in the chain for IsTransient and for the message.
 func mapError(err error) error {
+	if err == nil {
+		return nil
+	}
 	code, status := errorCode(err), httpStatus(err)
+	if me := misconfigured(err); me != nil {
+		// A missing bucket, credentials, region, endpoint or permission:
+		// the operator's to fix (misconfig.go), never a missing key.
+		return me
+	}
 	switch {
-	case code == "NoSuchBucket":
-		// A missing bucket is a misconfiguration, never a missing key.
-		return err
 	case code == "NoSuchKey" || code == "NotFound" || status == 404:
 		return fmt.Errorf("%w: %w", objstore.ErrNotFound, err)
 	case code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == 412:
@@ -41,11 +46,18 @@ func errorCode(err error) string {
 }
 
 func httpStatus(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
+	if re := responseError(err); re != nil {
 		return re.HTTPStatusCode()
 	}
 	return 0
+}
+
+func responseError(err error) *smithyhttp.ResponseError {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re
+	}
+	return nil
 }
 
 // IsTransient reports whether err is worth retrying: server errors (500,

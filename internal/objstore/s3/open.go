@@ -3,12 +3,14 @@ package s3
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -22,6 +24,14 @@ type Option func(*openConfig)
 
 type openConfig struct {
 	httpClient *http.Client
+	logger     *slog.Logger
+}
+
+// WithLogger receives, at debug level, the resolved region and endpoint and
+// the SDK's own log lines (which otherwise go to stderr unasked, such as
+// "WARN falling back to IMDSv1").
+func WithLogger(l *slog.Logger) Option {
+	return func(oc *openConfig) { oc.logger = l }
 }
 
 // WithHTTPClient sends every request through c, so callers can count
@@ -54,18 +64,39 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	for _, opt := range opts {
 		opt(&oc)
 	}
-	client, err := NewClient(ctx, o, oc.httpClient)
+	log := oc.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	client, regionFrom, err := newClient(ctx, o, oc.httpClient, log)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
+	endpoint := o.Endpoint
+	if endpoint == "" {
+		endpoint = "the AWS default for the region"
+		if client.Options().BaseEndpoint != nil {
+			endpoint = *client.Options().BaseEndpoint
+		}
+	}
+	log.Debug("s3 client", "root", loc.String(), "region", client.Options().Region, "region_from", regionFrom,
+		"endpoint", endpoint, "path_style", !o.VirtualHostedStyle)
 	return New(client, loc), nil
 }
 
 // NewClient builds an SDK client from parsed options; httpClient may be nil
 // (the SDK's default client).
 func NewClient(ctx context.Context, o Options, httpClient *http.Client) (*s3.Client, error) {
+	c, _, err := newClient(ctx, o, httpClient, slog.New(slog.DiscardHandler))
+	return c, err
+}
+
+// newClient is NewClient that also says where the region came from, and
+// sends the SDK's log lines to log at debug level.
+func newClient(ctx context.Context, o Options, httpClient *http.Client, log *slog.Logger) (*s3.Client, string, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+		config.WithLogger(sdkLogger{log}),
 	}
 	if o.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.Region))
@@ -76,10 +107,16 @@ func NewClient(ctx context.Context, o Options, httpClient *http.Client) (*s3.Cli
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
+		return nil, "", fmt.Errorf("load aws config: %w", err)
 	}
-	if cfg.Region == "" {
+	regionFrom := "storage option aws_region"
+	switch {
+	case o.Region != "":
+	case cfg.Region != "":
+		regionFrom = "AWS SDK chain (AWS_REGION, AWS_DEFAULT_REGION or the profile)"
+	default:
 		cfg.Region = DefaultRegion
+		regionFrom = "default (set aws_region or AWS_REGION)"
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		if o.Endpoint != "" {
@@ -92,5 +129,12 @@ func NewClient(ctx context.Context, o Options, httpClient *http.Client) (*s3.Cli
 			// transport then owns TLS roots.
 			so.HTTPClient = httpClient
 		}
-	}), nil
+	}), regionFrom, nil
+}
+
+// sdkLogger sends the SDK's log lines to slog at debug level.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	l.log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "classification", string(c))
 }

@@ -65,7 +65,7 @@ func Open(ctx context.Context, uri string, storageOptions map[string]string, o O
 	if reg == nil {
 		reg = all.Default()
 	}
-	s, b, err := reg.OpenBackend(ctx, uri, storageOptions, objstore.OpenEnv{Transport: o.Transport})
+	s, b, err := reg.OpenBackend(ctx, uri, storageOptions, objstore.OpenEnv{Transport: o.Transport, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMessages: the exact line and exit code of each mistake a new user
+// makes in the first hour (issue 13, item 6).
+func TestMessages(t *testing.T) {
+	b := localBackend(t)
+	b.writeTable(t, "orders", time.Now().Add(-time.Hour))
+	root := b.opts.Root
+	badYAML := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(badYAML, []byte("roots:\n  - uri: /a\n   storage_options: {}\n"), 0o644))
+	missing := filepath.Join(t.TempDir(), "nope")
+
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // exact, when not ""
+		stderrLast string
+	}{
+		{name: "unknown command with a flag", args: []string{"prune", "--root", "/x"}, code: exitUsage,
+			stderrLast: `reaper: unknown command "prune": did you mean "purge"? run 'reaper --help' for the list of commands`},
+		{name: "unknown root flag", args: []string{"--bogus"}, code: exitUsage,
+			stderrLast: "reaper: unknown flag: --bogus; run 'reaper --help' for the commands and flags"},
+		{name: "negative ttl", args: []string{"drop", "--root", root, "--ttl", "-1d", "orders"}, code: exitUsage,
+			stderrLast: `reaper: drop: invalid argument "-1d" for "--ttl" flag: duration "-1d" is not positive; write e.g. "90s", "30m", "7d" or "1d12h"; run 'reaper drop --help' for the flags`},
+		{name: "yaml indentation", args: []string{"purge", "--config", badYAML}, code: exitUsage,
+			stderrLast: "reaper: config file " + badYAML + ": line 3: did not find expected '-' indicator"},
+		{name: "revive a live table", args: []string{"revive", "--root", root, "orders"}, code: exitFailed,
+			stdout:     "orders: not revived: it is live already (no marker orders.deleted); nothing to undo\n",
+			stderrLast: "reaper: revive: 1 of 1 table(s) failed; see the per-table lines above"},
+		{name: "release without a hold", args: []string{"release", "--root", root, "orders"}, code: exitFailed,
+			stdout:     "orders: not released: it has no legal hold; nothing to release\n",
+			stderrLast: "reaper: release: 1 of 1 table(s) failed; see the per-table lines above"},
+		{name: "purge a missing root", args: []string{"purge", "--root", missing}, code: exitUsage,
+			stdout: "ROOTS FAILED: 1 (not read; nothing in them was purged)\n" +
+				"  ROOT" + strings.Repeat(" ", len("file://"+missing)-len("ROOT")) + "  ERROR\n" +
+				"  file://" + missing + "  directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI\n\n" +
+				"reclaimed 0 objects, 0 B from 0 tables; 0 skipped, 0 failed; 1 root(s) could not be read\n",
+			stderrLast: "reaper: purge: file://" + missing + ": directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI"},
+		{name: "status of a missing root", args: []string{"status", "--root", missing}, code: exitUsage,
+			stderrLast: "reaper: open local store " + missing + ": directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, append(tc.args, "--log-level", "error")...)
+			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			if tc.stdout != "" {
+				require.Equal(t, tc.stdout, stdout)
+			}
+			require.Equal(t, tc.stderrLast, lastLine(stderr))
+		})
+	}
+}
+
+// TestRunHelpRootOptional: run and purge take their roots from --config or
+// REAPER_ROOTS as well, so their help does not call --root required.
+func TestRunHelpRootOptional(t *testing.T) {
+	for _, c := range []string{"run", "purge"} {
+		code, stdout, _ := run(t, c, "--help")
+		require.Equal(t, exitOK, code)
+		var line string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.Contains(l, "--root string") {
+				line = l
+			}
+		}
+		require.Contains(t, line, "replaces the roots and discover patterns of --config and REAPER_ROOTS", c)
+		require.NotContains(t, line, "required", c)
+	}
+}
+
+// TestStatusReadsReaperRoots: status, like purge, takes its root from
+// REAPER_ROOTS when --root is not given; several roots are refused.
+func TestStatusReadsReaperRoots(t *testing.T) {
+	b := localBackend(t)
+	b.writeTable(t, "orders", time.Now().Add(-time.Hour))
+	o := b.opts
+	o.Root = ""
+	o.lookupEnv = envOf(map[string]string{"REAPER_ROOTS": b.opts.Root})
+	var out bytes.Buffer
+	require.NoError(t, runStatus(context.Background(), statusOptions{storeOptions: o, Output: formatTable}, &out))
+	require.Contains(t, out.String(), "orders  exists")
+
+	o.lookupEnv = envOf(map[string]string{"REAPER_ROOTS": b.opts.Root + ",/other"})
+	err := runStatus(context.Background(), statusOptions{storeOptions: o, Output: formatTable}, &out)
+	require.Equal(t, exitUsage, exitCode(err))
+	require.EqualError(t, err, "REAPER_ROOTS names 2 roots and this command takes one: pass --root")
+}
+
+// TestPausedReasonNamesRealSettings: the paused skip names settings that
+// exist (there is no --paused flag).
+func TestPausedReasonNamesRealSettings(t *testing.T) {
+	f := newPurgeFixture(t)
+	o := f.opts(false, "due")
+	o.Sets = []string{"paused=true"}
+	var out bytes.Buffer
+	require.NoError(t, runPurge(context.Background(), o, &out))
+	rep, _ := decodeReport(t, out.Bytes())
+	require.Len(t, rep.Skipped, 1)
+	require.Equal(t, "paused: paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)", rep.Skipped[0].Reason)
+}
