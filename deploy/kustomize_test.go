@@ -499,7 +499,7 @@ func TestCronJobsFollowTheSchedule(t *testing.T) {
 		}
 		require.True(t, exit2, "%s: exit status 2 (configuration error) must not be retried", p)
 	}
-	require.Equal(t, 4, n) // cronjob, s3-irsa, azure-workload-identity, sharded
+	require.Equal(t, 5, n) // cronjob, s3-irsa, gcs-workload-identity, azure-workload-identity, sharded
 }
 
 // TestDaemonProbesAndScraping: the daemon and the sidecar listen where
