@@ -75,7 +75,7 @@ func badCases() []badCase {
 		{name: "root does not exist", args: func(*backend, string) []string {
 			return []string{"purge", "-o", "json", "--root", "/nonexistent/reaper-chaos"}
 		}, code: 2, out: "reaper: purge: file:///nonexistent/reaper-chaos: directory does not exist"},
-		{name: "storage option on a local root", args: purgeRoot("--storage-option", "aws_region=eu-west-1"), code: 2, out: "storage options apply to s3:// locations only"},
+		{name: "storage option on a local root", args: purgeRoot("--storage-option", "aws_region=eu-west-1"), code: 2, out: "storage options apply to az://, gs:// and s3:// locations only"},
 		{name: "unknown storage option", s3: true, args: purgeRoot("--storage-option", "aws_endpont=http://x"), code: 2, out: `unknown storage option "aws_endpont"`},
 		{name: "plain http endpoint without allow_http", s3: true, args: func(b *backend, _ string) []string {
 			return []string{"purge", "--root", b.uri, "--storage-option", "aws_endpoint=" + b.srv.Endpoint}
@@ -140,15 +140,15 @@ func badCases() []badCase {
 		// S3 faults.
 		{name: "wrong secret key", s3: true, args: func(b *backend, _ string) []string {
 			return append(append(purgeArgs(30*time.Second, shortSkew), swapOpt(b.rootArgs(""), "aws_secret_access_key", "wrong")...), "--set", "limits.retry_max_elapsed=1s")
-		}, code: 1, out: "SignatureDoesNotMatch"},
+		}, code: 2, out: "SignatureDoesNotMatch"}, // a configuration error: exit 2 names what to set
 		{name: "missing bucket", s3: true, args: func(b *backend, _ string) []string {
 			args := append(purgeArgs(30*time.Second, shortSkew), b.rootArgs("")...)
 			args[len(purgeArgs(30*time.Second, shortSkew))+1] = "s3://reaper-chaos-no-such-bucket/db"
 			return args
-		}, code: 1, out: "NoSuchBucket"},
+		}, code: 2, out: "the bucket does not exist"},
 		{name: "server unreachable", s3: true, args: func(b *backend, _ string) []string {
 			return append(append(purgeArgs(30*time.Second, shortSkew), b.rootArgs(closedPort())...), "--set", "limits.retry_max_elapsed=1s")
-		}, code: 1, out: "connection refused"},
+		}, code: 2, out: "connection refused"},
 		{name: "every request 503 SlowDown", s3: true, faults: &faultConfig{rates: map[fault]float64{faultSlowDown: 1}},
 			code: 1, out: "SlowDown"},
 		{name: "DeleteObjects answers AccessDenied for a key", s3: true, faults: &faultConfig{
