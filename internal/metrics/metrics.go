@@ -13,7 +13,7 @@
 //	purge_conflicts_total
 //	objects_deleted_total
 //	bytes_reclaimed_total
-//	tables{root,state}                         live, soft_deleted, due, overdue, orphan_marker, invalid_marker, held
+//	tables{root,state}                         after the last pass: live, soft_deleted, due, overdue, orphan_marker, invalid_marker, held
 //	oldest_due_marker_timestamp_seconds{root}  absent when nothing is due
 //	objstore_requests_total{op,code}           WrapStore; code ok, not_found, precondition, canceled, error
 //	objstore_request_duration_seconds{op}      WrapStore; histogram, 5ms to 60s
@@ -135,11 +135,11 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}),
 		tables: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "tables",
-			Help: "Tables seen by the last scan of each root, by state; root is empty when per-root labels are off.",
+			Help: "Tables of each root of the last pass by state, as left by that pass (its scan less the tables it purged); root is empty when per-root labels are off.",
 		}, []string{"root", "state"}),
 		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_due_marker_timestamp_seconds",
-			Help: "Unix time at which the oldest still-present due marker became due; absent when nothing is due.",
+			Help: "Unix time at which the oldest due marker left by the last pass became due; absent when nothing is due.",
 		}, []string{"root"}),
 		storeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "objstore_requests_total",

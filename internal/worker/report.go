@@ -35,6 +35,9 @@ type RootReport struct {
 	Refused   outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
 	Decisions []Decision
 	Err       error
+
+	// due is the plan's due list, for After.
+	due []lifecycle.TableStatus
 }
 
 // PlanSummary counts a root's tables by state at planning time.
@@ -49,6 +52,8 @@ type PlanSummary struct {
 	Held          int
 	// OldestDue is the purge_after of the oldest due table (zero if none).
 	OldestDue time.Time
+	// Now is the store's time the plan was judged at.
+	Now time.Time
 }
 
 // OverdueAfter: a table still not purged this long after it became due is
@@ -56,7 +61,7 @@ type PlanSummary struct {
 const OverdueAfter = 24 * time.Hour
 
 func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
-	var s PlanSummary
+	s := PlanSummary{Now: now}
 	count := func(st lifecycle.TableStatus) {
 		s.Tables++
 		switch st.State {
@@ -84,6 +89,39 @@ func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
 		}
 		if now.Sub(st.PurgeAfter) > OverdueAfter {
 			s.Overdue++
+		}
+	}
+	return s
+}
+
+// After is the root's state once the pass is over: the plan less the tables
+// whose data the pass removed. The backlog metrics report it, so a pass that
+// clears the backlog clears its alerts too. A dry run removes nothing.
+func (rr *RootReport) After() PlanSummary {
+	s := rr.Plan
+	gone := map[string]bool{}
+	for _, d := range rr.Decisions {
+		if d.Action == outcome.Purged {
+			gone[d.Table] = true
+		}
+	}
+	s.OldestDue = time.Time{}
+	for _, st := range rr.due {
+		if !gone[st.Name] {
+			if s.OldestDue.IsZero() || st.PurgeAfter.Before(s.OldestDue) {
+				s.OldestDue = st.PurgeAfter
+			}
+			continue
+		}
+		s.Tables--
+		s.Due--
+		if st.State == lifecycle.StateOrphanMarker {
+			s.OrphanMarker--
+		} else {
+			s.SoftDeleted--
+		}
+		if s.Now.Sub(st.PurgeAfter) > OverdueAfter {
+			s.Overdue--
 		}
 	}
 	return s
