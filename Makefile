@@ -34,10 +34,12 @@ lint:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
-## tools: install the versitygw S3 test server into .tools/bin, and the spin model checker (apt)
+## tools: install the versitygw S3 test server into .tools/bin, the spin model checker (apt), and promtool and
+## the Pushgateway (Debian's packages unpacked into .tools/bin, no service started)
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-spin.sh
+	scripts/install-promtools.sh
 
 ## model: the spin model check of docs/PROTOCOL.md alone (model/; make test runs it too)
 model:
@@ -75,7 +77,7 @@ $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/p
 deploy-check: tools build
 	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
 	cd deploy && $(GO) vet ./...
-	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 15m ./...
+	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) REAPER_PROMTOOL=$(TOOLS)/promtool REAPER_PUSHGATEWAY=$(TOOLS)/pushgateway $(GO) test -count=1 -timeout 15m ./...
 
 ## chaos: the fault-injection, crash, race, replica and bad-input suites alone (the short versions
 ## `make test` runs too); REAPER_TEST_CHAOS_SEED=N replays a run (test/chaos/main_test.go lists the knobs)
