@@ -158,7 +158,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	perRoot := cfg.Metrics.PerRootLabels == nil || *cfg.Metrics.PerRootLabels
-	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot})
+	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot, Version: version})
 	tp, shutdown, err := metrics.SetupTracing(ctx, "reaper", version)
 	if err != nil {
 		return nil, usagef("tracing from OTEL_* environment: %w", err)
@@ -214,10 +214,15 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 // export pushes or writes the pass's metrics when configured.
 func (rt *runtime) export(ctx context.Context) error {
 	if u := rt.cfg.Metrics.Pushgateway; u != "" {
-		var grouping map[string]string
+		grouping := map[string]string{}
+		if ns := podNamespace(os.LookupEnv, os.ReadFile); ns != "" {
+			// The origin's namespace: the alerts group by it, and two
+			// namespaces pushing the same job never replace each other.
+			grouping["namespace"] = ns
+		}
 		if sh := rt.cfg.Shard; sh.Count > 1 {
 			// Shards push separately; each replaces only its own group.
-			grouping = map[string]string{"shard": strconv.Itoa(sh.Index)}
+			grouping["shard"] = strconv.Itoa(sh.Index)
 		}
 		if err := metrics.Push(ctx, u, rt.cfg.Metrics.PushJob, grouping, rt.registry); err != nil {
 			return fmt.Errorf("push metrics to %s: %w", u, err)
@@ -229,6 +234,23 @@ func (rt *runtime) export(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// serviceAccountNamespace is where Kubernetes writes the pod's namespace
+// when the service account token is mounted.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the Kubernetes namespace reaper runs in: POD_NAMESPACE
+// (the manifests set it from the downward API), else the mounted service
+// account's; "" outside Kubernetes.
+func podNamespace(lookup func(string) (string, bool), read func(string) ([]byte, error)) string {
+	if v, ok := lookup("POD_NAMESPACE"); ok && v != "" {
+		return v
+	}
+	if b, err := read(serviceAccountNamespace); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
 }
 
 func (rt *runtime) close() {
