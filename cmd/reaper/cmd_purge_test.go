@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -312,6 +314,54 @@ func TestNotStarted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := &worker.Report{Roots: []*worker.RootReport{{Decisions: []worker.Decision{tc.d}}}}
 			require.Equal(t, tc.want, notStarted(rep))
+		})
+	}
+}
+
+// A pass that refused a root (blast radius, pause) or could not discover
+// every root is not a success: before, each exited 0 with result=success
+// (or partial) and a CronJob looked healthy. Refusals exit 3 with result
+// refused; a root or discovery error exits 1; 0 is kept for "nothing
+// failed, nothing refused".
+func TestPurgeExitCodesOfRefusals(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(t *testing.T, b backend, o *purgeOptions)
+		code   int
+		result string
+	}{
+		{"clean", func(*testing.T, backend, *purgeOptions) {}, exitOK, "success"},
+		{"paused root", func(t *testing.T, b backend, _ *purgeOptions) {
+			b.put(t, "_reaper/PAUSE", nil, time.Now())
+		}, exitRefused, "refused"},
+		{"blast radius", func(_ *testing.T, _ backend, o *purgeOptions) {
+			o.Sets = append(o.Sets, "safety.blast_radius_max_tables=1")
+		}, exitRefused, "refused"},
+		{"missing discovery parent", func(t *testing.T, b backend, o *purgeOptions) {
+			cfg := filepath.Join(t.TempDir(), "reaper.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte("roots:\n  - uri: "+b.opts.Root+"\ndiscover:\n  - uri: "+
+				filepath.Join(t.TempDir(), "nosuch")+"/*\n"), 0o644))
+			o.ConfigPath, o.Root = cfg, ""
+		}, exitFailed, "partial"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := localBackend(t)
+			t0 := time.UnixMilli(time.Now().UnixMilli())
+			now := t0.Add(10 * day)
+			for _, n := range []string{"a", "b"} {
+				b.writeTable(t, n, t0.Add(-time.Hour))
+				b.writeMarker(t, n, lifecycle.EncodeMarker(now.Add(-10*day), 7*day), t0)
+			}
+			var logs strings.Builder
+			o := purgeOptions{storeOptions: b.opts, Output: "json"}
+			o.LogFormat, o.LogLevel, o.Stderr = "json", "info", &logs
+			o.setClock(b.clock, now)
+			tc.setup(t, b, &o)
+			var out strings.Builder
+			err := runPurge(context.Background(), o, &out)
+			require.Equal(t, tc.code, exitCode(err), "err %v; output %s", err, out.String())
+			require.Contains(t, logs.String(), `"result":"`+tc.result+`"`, logs.String())
 		})
 	}
 }

@@ -56,7 +56,7 @@ func (o MetricsObserver) Decision(_ *Report, d Decision) {
 }
 
 func (o MetricsObserver) RootFinished(_ *Report, rr *RootReport) {
-	if !rr.Plan.Now.IsZero() {
+	if !rr.planNow.IsZero() {
 		o.setTables(rr.Root, rr.After())
 	}
 	switch {

@@ -36,8 +36,10 @@ type RootReport struct {
 	Decisions []Decision
 	Err       error
 
-	// due is the plan's due list, for After.
-	due []lifecycle.TableStatus
+	// due is the plan's due list and planNow the store's time it was
+	// judged at, for After; planNow is zero when the root was not planned.
+	due     []lifecycle.TableStatus
+	planNow time.Time
 }
 
 // PlanSummary counts a root's tables by state at planning time.
@@ -52,8 +54,6 @@ type PlanSummary struct {
 	Held          int
 	// OldestDue is the purge_after of the oldest due table (zero if none).
 	OldestDue time.Time
-	// Now is the store's time the plan was judged at.
-	Now time.Time
 }
 
 // OverdueAfter: a table still not purged this long after it became due is
@@ -61,7 +61,7 @@ type PlanSummary struct {
 const OverdueAfter = 24 * time.Hour
 
 func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
-	s := PlanSummary{Now: now}
+	var s PlanSummary
 	count := func(st lifecycle.TableStatus) {
 		s.Tables++
 		switch st.State {
@@ -120,7 +120,7 @@ func (rr *RootReport) After() PlanSummary {
 		} else {
 			s.SoftDeleted--
 		}
-		if s.Now.Sub(st.PurgeAfter) > OverdueAfter {
+		if rr.planNow.Sub(st.PurgeAfter) > OverdueAfter {
 			s.Overdue--
 		}
 	}
@@ -132,6 +132,8 @@ type Totals struct {
 	Purged, Skipped, Failed, Conflicts, Held, Refused, DryRun int
 	Objects, Bytes                                            int64
 	RootErrors                                                int
+	// RefusedRoots counts roots a rail refused (RootReport.Refused).
+	RefusedRoots int
 }
 
 // Totals counts the decisions of every root.
@@ -142,6 +144,9 @@ func (r *Report) Totals() Totals {
 	for _, rr := range r.Roots {
 		if rr.Err != nil {
 			t.RootErrors++
+		}
+		if rr.Refused != "" {
+			t.RefusedRoots++
 		}
 		for _, d := range rr.Decisions {
 			t.Objects += d.Objects
@@ -177,6 +182,8 @@ func (r *Report) Result() outcome.Result {
 		return outcome.ResultInterrupted
 	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0:
 		return outcome.ResultPartial
+	case t.RefusedRoots > 0:
+		return outcome.ResultRefused
 	}
 	return outcome.ResultSuccess
 }

@@ -192,7 +192,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	}
 	now := plan.Now
 	rr.Plan = summarize(plan, now)
-	rr.due = plan.Due
+	rr.due, rr.planNow = plan.Due, now
 	p.obs.RootPlanned(p.rep, rr, plan, now)
 
 	for _, s := range plan.Unpurgeable {
