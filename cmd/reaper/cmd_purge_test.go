@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -364,4 +365,46 @@ func TestPurgeExitCodesOfRefusals(t *testing.T) {
 			require.Contains(t, logs.String(), `"result":"`+tc.result+`"`, logs.String())
 		})
 	}
+}
+
+// A dry run deletes nothing, so it counts nothing as deleted: before, a dry
+// run that met a conflict (the fixture's "conflict" table, written after its
+// drop) added the objects it had walked to reaper_objects_deleted_total and
+// reaper_bytes_reclaimed_total, and its ledger row said they were deleted.
+func TestDryRunCountsNothingDeleted(t *testing.T) {
+	f := newPurgeFixture(t)
+	// A table whose last object (in walk order) was written after its
+	// drop: the dry run counts the others before it meets the conflict.
+	_, _ = f.b.writeTable(t, "late", f.now.Add(-20*day))
+	f.b.writeMarker(t, "late", lifecycle.EncodeMarker(f.now.Add(-10*day), 7*day), f.now.Add(-10*day))
+	f.b.put(t, "late.lance/zzz-written-after-the-drop", []byte("x"), f.now.Add(-time.Hour))
+	o := f.opts(true)
+	o.Textfile = filepath.Join(t.TempDir(), "reaper.prom")
+	audit := t.TempDir()
+	o.Sets = append(o.Sets, "audit.location="+audit)
+	var out strings.Builder
+	_ = runPurge(context.Background(), o, &out)
+	rep, _ := decodeReport(t, []byte(out.String()))
+	require.NotEmpty(t, rep.Purged, "the dry run would purge tables: %s", out.String())
+
+	b, err := os.ReadFile(o.Textfile)
+	require.NoError(t, err)
+	for _, want := range []string{"reaper_objects_deleted_total 0\n", "reaper_bytes_reclaimed_total 0\n"} {
+		require.True(t, strings.Contains(string(b), want), "the textfile has no %q", want)
+	}
+
+	store, err := local.Open(audit)
+	require.NoError(t, err)
+	rows, err := ledger.Read(context.Background(), store, time.Time{})
+	require.NoError(t, err)
+	var sawConflict bool
+	for _, r := range rows {
+		if r.Action == string(outcome.DryRun) {
+			continue // "would be deleted", as docs/FORMAT.md says
+		}
+		sawConflict = sawConflict || (r.Table == "late" && r.Action == string(outcome.Conflict))
+		require.Zero(t, r.Objects, "%s (%s): a dry run deleted no object", r.Table, r.Action)
+		require.Zero(t, r.Bytes, "%s (%s): a dry run deleted no byte", r.Table, r.Action)
+	}
+	require.True(t, sawConflict, "the fixture's conflict table is met: %v", rows)
 }

@@ -31,7 +31,7 @@ func (o MetricsObserver) setTables(root string, p PlanSummary) {
 	o.M.SetOldestDueMarker(root, p.OldestDue)
 }
 
-func (o MetricsObserver) Decision(_ *Report, d Decision) {
+func (o MetricsObserver) Decision(r *Report, d Decision) {
 	if d.Lease != "" {
 		o.M.LockAcquisition(outcome.Lease(d.Lease))
 	}
@@ -50,7 +50,7 @@ func (o MetricsObserver) Decision(_ *Report, d Decision) {
 			o.M.LockAcquisition(outcome.LeaseContended)
 		}
 	}
-	if d.Objects > 0 && d.Action != outcome.DryRun {
+	if d.Objects > 0 && !r.DryRun && d.Action != outcome.DryRun {
 		o.M.Deleted(int(d.Objects), d.Bytes)
 	}
 }

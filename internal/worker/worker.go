@@ -296,6 +296,12 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)
+	if p.rep.DryRun && d.Action != outcome.DryRun {
+		// A dry run that stopped (a conflict, a hold) had counted what it
+		// walked; nothing was deleted, and the ledger and metrics must not
+		// say otherwise.
+		d.Objects, d.Bytes = 0, 0
+	}
 	if d.Reason == outcome.ReasonInterrupted {
 		d.Reason = stopReason(ctx, d.Reason)
 	}
