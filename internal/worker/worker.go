@@ -96,6 +96,7 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 		rep.Finished = now()
 		rep.Err = fmt.Errorf("list roots: %w", err)
 		obs.PassFinished(rep)
+		endPassSpan(span, rep)
 		return rep, rep.Err
 	}
 	if err != nil {
@@ -124,6 +125,7 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	rep.Finished = now()
 	obs.PassFinished(rep)
+	endPassSpan(span, rep)
 	t := rep.Totals()
 	log.Info("pass finished", "result", rep.Result(), "purged", t.Purged, "objects", t.Objects, "bytes", t.Bytes,
 		"skipped", t.Skipped, "failed", t.Failed, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond))
@@ -165,7 +167,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	log := p.log.With("root", root.URI)
 	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
 	defer span.End()
-	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr) }()
+	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr); endRootSpan(span, rr) }()
 
 	store, err := p.w.Open(ctx, root)
 	if err != nil {
@@ -306,8 +308,8 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 		d.Reason = stopReason(ctx, d.Reason)
 	}
 	d.Err = err
+	endTableSpan(span, d)
 	if d.Action == outcome.Failed {
-		span.RecordError(err)
 		log.Error("purge failed", "reason", d.Reason, "err", err)
 	}
 	return d
