@@ -408,3 +408,21 @@ func TestDryRunCountsNothingDeleted(t *testing.T) {
 	}
 	require.True(t, sawConflict, "the fixture's conflict table is met: %v", rows)
 }
+
+// OTel settings reaper cannot honour are warned about, never fatal: before,
+// each of these made purge exit 2 and purge nothing.
+func TestPurgeRunsWhateverTheOTelEnvironment(t *testing.T) {
+	for _, env := range [][2]string{
+		{"OTEL_TRACES_EXPORTER", "zipkin"}, {"OTEL_TRACES_EXPORTER", "OTLP"}, {"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"},
+	} {
+		t.Run(env[0]+"="+env[1], func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+			t.Setenv(env[0], env[1])
+			f := newPurgeFixture(t)
+			var out strings.Builder
+			err := runPurge(context.Background(), f.opts(false, "due"), &out)
+			require.Equal(t, exitOK, exitCode(err), "err %v; output %s", err, out.String())
+		})
+	}
+}

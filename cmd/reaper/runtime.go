@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lance-reaper/reaper/internal/config"
@@ -159,10 +160,11 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	perRoot := cfg.Metrics.PerRootLabels == nil || *cfg.Metrics.PerRootLabels
 	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot, Version: version})
-	tp, shutdown, err := metrics.SetupTracing(ctx, "reaper", version)
-	if err != nil {
-		return nil, usagef("tracing from OTEL_* environment: %w", err)
-	}
+	// Tracing never stops a pass: unknown OTEL_* values are warned about.
+	// OTel reports export errors through its one process-wide handler:
+	// route them into the JSON log instead of plain-text lines on stderr.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing export", "error", err) }))
+	tp, shutdown := metrics.SetupTracing(ctx, metrics.TracingOptions{ServiceName: "reaper", Version: version, Logger: log})
 	rt := &runtime{cfg: cfg, log: log, registry: reg, metrics: m, tracerTP: tp, shutdown: shutdown, flags: f,
 		counter: metrics.NewRequestCounter(nil, m)}
 	stackOpts := stack.Options{
