@@ -113,7 +113,7 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	}
 	exportErr := rt.export(ctx)
 	if exportErr != nil {
-		rt.log.Error("export metrics", "err", exportErr)
+		rt.log.Error("export metrics", "error", exportErr)
 	}
 	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
 	if o.Output == formatJSON {

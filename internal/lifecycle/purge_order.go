@@ -482,6 +482,6 @@ func (ns *Namespace) release(ctx context.Context, lease *lock.Lease, name string
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if err := lease.Release(ctx); err != nil {
-		ns.log.Warn("release lease", "table", name, "err", err)
+		ns.log.Warn("release lease", "table", name, "error", err)
 	}
 }

@@ -91,7 +91,7 @@ func (o *LedgerObserver) PassFinished(r *Report) {
 	defer cancel()
 	key, err := w.Close(ctx)
 	if err != nil {
-		o.log.Error("write audit ledger", "pass_id", r.PassID, "err", err)
+		o.log.Error("write audit ledger", "pass_id", r.PassID, "error", err)
 		return
 	}
 	o.log.Info("audit ledger written", "pass_id", r.PassID, "key", key, "rows", w.Len())

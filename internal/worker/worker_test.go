@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -492,4 +493,45 @@ func TestFailedTableSpanIsAnError(t *testing.T) {
 	s := rec.Ended()[0]
 	require.Equal(t, codes.Error, s.Status().Code)
 	require.Equal(t, "io: boom", s.Status().Description)
+}
+
+// Every decision is logged: one "table decision" line per table, at info
+// (error when failed, debug when not due), with its table, action and
+// reason. Before, not-due, held, paused, refused and invalid-marker
+// decisions produced no line at any level, and the pass line's skip count
+// disagreed with the report's.
+func TestEveryDecisionIsLogged(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	f.table(0, "old", 1, 1, 7*day)
+	f.table(0, "fresh", 1, 1, 30*day)
+	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
+	require.NoError(t, err)
+	var buf strings.Builder
+	w := f.worker(baseConfig(), 8*day)
+	w.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+
+	type line struct {
+		Level, Msg, Table, Action, Reason, Error string
+		Skipped                                  *int
+	}
+	levels := map[string]string{}
+	var finished line
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var x line
+		require.NoError(t, json.Unmarshal([]byte(l), &x), l)
+		require.NotContains(t, l, `"err":`, "one key for errors: error")
+		switch x.Msg {
+		case "table decision":
+			levels[x.Table] = x.Level + " " + x.Action + "/" + x.Reason
+		case "pass finished":
+			finished = x
+		}
+	}
+	require.Equal(t, map[string]string{
+		"old": "INFO purged/due", "fresh": "DEBUG skipped/not_due", "bad": "ERROR failed/invalid_marker",
+	}, levels)
+	require.NotNil(t, finished.Skipped)
+	require.Equal(t, rep.Totals().Skipped, *finished.Skipped)
 }
