@@ -227,7 +227,7 @@ func (rt *runtime) export(ctx context.Context) error {
 			grouping["shard"] = strconv.Itoa(sh.Index)
 		}
 		if err := metrics.Push(ctx, u, rt.cfg.Metrics.PushJob, grouping, rt.registry); err != nil {
-			return fmt.Errorf("push metrics to %s: %w", u, err)
+			return err // names the URL without its credentials
 		}
 	}
 	if p := rt.cfg.Metrics.Textfile; p != "" {

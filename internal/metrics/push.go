@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,10 +48,47 @@ func Push(ctx context.Context, url, job string, grouping map[string]string, g pr
 		p = p.Grouping(k, grouping[k])
 	}
 	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push metrics: %w", err)
+		return fmt.Errorf("push metrics to %s: %w", RedactURL(url), redactedError{err: err, secret: password(url)})
 	}
 	return nil
 }
+
+// RedactURL masks the userinfo of a URL (basic-auth credentials) for
+// printing; a string that is no URL is returned as "(unparsable URL)".
+func RedactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = neturl.User("REDACTED")
+	}
+	return u.String()
+}
+
+func password(s string) string {
+	if u, err := neturl.Parse(s); err == nil && u.User != nil {
+		p, _ := u.User.Password()
+		return p
+	}
+	return ""
+}
+
+// redactedError is err with a secret masked in its text: the HTTP client's
+// errors quote the URL, basic-auth password included.
+type redactedError struct {
+	err    error
+	secret string
+}
+
+func (e redactedError) Error() string {
+	if e.secret == "" {
+		return e.err.Error()
+	}
+	return strings.ReplaceAll(e.err.Error(), e.secret, "REDACTED")
+}
+
+func (e redactedError) Unwrap() error { return e.err }
 
 // WriteTextfile writes reaper's own families of g (Own) to path in the Prometheus text
 // format, for node-exporter's textfile collector. path must end in .prom.

@@ -152,3 +152,18 @@ func TestExportOnlyOwnFamilies(t *testing.T) {
 		require.True(t, strings.HasPrefix(n, "reaper_"), "push carries %s", n)
 	}
 }
+
+// A push error never prints the basic-auth password of the Pushgateway URL:
+// before, it was in the export error logged on every pass while the
+// Pushgateway was down.
+func TestPushErrorHidesCredentials(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	New(reg, Options{})
+	for _, url := range []string{"http://user:PaSsWoRd@127.0.0.1:1", "http://user:PaSsWoRd@127.0.0.1:1/"} {
+		err := Push(t.Context(), url, "", nil, reg)
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "PaSsWoRd")
+		require.Contains(t, err.Error(), "push metrics to http://REDACTED@127.0.0.1:1")
+	}
+}
