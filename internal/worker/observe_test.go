@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -241,4 +242,39 @@ func TestBacklogMetricsAfterThePass(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The ledger says what failed: an invalid marker's row carries its error,
+// and a root that cannot be opened gets a row (before: no error on the
+// former, and a pass file with no row at all for the latter).
+func TestLedgerRowsOfFailures(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 2)
+	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
+	require.NoError(t, err)
+	audit := objstore.NewMemory()
+	w := f.worker(baseConfig(), 4*day)
+	open := w.Open
+	w.Open = func(ctx context.Context, r config.Root) (objstore.Store, error) {
+		if r.URI == f.uris[1] {
+			return nil, errors.New("no such bucket")
+		}
+		return open(ctx, r)
+	}
+	w.Observer = NewLedgerObserver(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")
+	_, err = w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+
+	rows, err := ledger.Read(context.Background(), audit, f.now)
+	require.NoError(t, err)
+	byRoot := map[string]ledger.Row{}
+	for _, r := range rows {
+		byRoot[r.Root+"/"+r.Table] = r
+	}
+	bad := byRoot[f.uris[0]+"/bad"]
+	require.Equal(t, string(outcome.Failed), bad.Action)
+	require.True(t, strings.HasPrefix(bad.Error, "invalid_marker: "), "error %q", bad.Error)
+	root := byRoot[f.uris[1]+"/"]
+	require.Equal(t, string(outcome.Failed), root.Action, "rows: %v", rows)
+	require.Equal(t, string(outcome.ReasonRootError), root.Reason)
+	require.Contains(t, root.Error, "no such bucket")
 }
