@@ -65,8 +65,10 @@ tests:
     input_series:
       - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper",instance="10.0.0.7:9090"}'
         values: '0+60x120'
+      # Its last success is always two hours old, so the alert's text is
+      # the same whichever minute's recording the alert group reads.
       - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper",instance="10.0.0.8:9090"}'
-        values: '0x120'
+        values: '-7200+60x120'
     alert_rule_test:
       - eval_time: 2h
         alertname: ReaperNoRecentSuccess
@@ -84,7 +86,7 @@ tests:
       - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper-lance",instance="",shard="0"}'
         values: '0+60x120'
       - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper-lance",instance="",shard="1"}'
-        values: '0x120'
+        values: '-7200+60x120'
     alert_rule_test:
       - eval_time: 2h
         alertname: ReaperNoRecentSuccess
