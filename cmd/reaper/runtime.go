@@ -160,6 +160,9 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	perRoot := cfg.Metrics.PerRootLabels == nil || *cfg.Metrics.PerRootLabels
 	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot, Version: version})
+	// Libraries that log through slog.Default (the AWS SDK's adapter) join
+	// this process's log stream, format and level.
+	slog.SetDefault(log)
 	// Tracing never stops a pass: unknown OTEL_* values are warned about.
 	// OTel reports export errors through its one process-wide handler:
 	// route them into the JSON log instead of plain-text lines on stderr.

@@ -66,6 +66,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 func NewClient(ctx context.Context, o Options, httpClient *http.Client) (*s3.Client, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+		config.WithLogger(sdkLogger{}),
 	}
 	if o.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.Region))
