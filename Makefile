@@ -55,12 +55,14 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
 
 ## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, the Azurite
-## Azure Blob test server (npm, into .tools), and the spin model checker (apt)
+## Azure Blob test server (npm, into .tools), the spin model checker (apt), and promtool and the
+## Pushgateway (Debian's packages unpacked into .tools/bin, no service started)
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-fake-gcs-server.sh
 	scripts/install-azurite.sh
 	scripts/install-spin.sh
+	scripts/install-promtools.sh
 
 ## model: the spin model check of docs/PROTOCOL.md alone (model/; make test runs it too)
 model:
@@ -105,7 +107,7 @@ deploy-check: tools build
 deploy-check-only:
 	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
 	cd deploy && $(GO) vet ./...
-	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 15m ./...
+	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) REAPER_PROMTOOL=$(TOOLS)/promtool REAPER_PUSHGATEWAY=$(TOOLS)/pushgateway $(GO) test -count=1 -timeout 15m ./...
 
 ## chaos: the fault-injection, crash, race, replica and bad-input suites alone (the short versions
 ## `make test` runs too); REAPER_TEST_CHAOS_SEED=N replays a run (test/chaos/main_test.go lists the knobs)

@@ -25,7 +25,7 @@ import (
 // Types of a pass over many roots (PurgeRoots).
 type (
 	// PassReport is the outcome of one pass: every root's plan and every
-	// table's decision. Result() says success, partial, failed or
+	// table's decision. Result() says success, refused, partial, failed or
 	// interrupted, as `reaper purge` reports it.
 	PassReport = worker.Report
 	// RootReport is one root's part of a pass.

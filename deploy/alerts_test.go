@@ -290,7 +290,12 @@ func TestAlertsFire(t *testing.T) {
 			// A new process that never finished a pass (the gauge starts at 0).
 			`reaper_last_success_timestamp_seconds{` + l + `}`: constant(0),
 		})},
-		{"ReaperMetricsAbsent", ``, scenario{}},
+		{"ReaperMetricsAbsent", ``, scenario{
+			// Metrics arrived, then stopped an hour before the end.
+			`reaper_passes_total{` + l + `, result="success"}`: func(at time.Duration) (float64, bool) {
+				return float64(at / passes), at < window-time.Hour
+			},
+		}},
 		{"ReaperTablesOverdue", `root="/data/lancedb"`, healthy().with(scenario{
 			`reaper_tables{` + l + `, ` + root + `, state="overdue"}`: after(window-time.Hour, constant(0), constant(3)),
 		})},
@@ -345,6 +350,13 @@ func TestAlertsFire(t *testing.T) {
 
 // TestAlertsWaitForTheirFor: a failure shorter than an alert's `for` does
 // not page (here: one refused pass five minutes before the end).
+// TestFreshInstallRaisesNoAlert: a fresh install whose CronJob pushes its
+// metrics nowhere (the default) has no reaper series at all; before the
+// gate, ReaperMetricsAbsent fired on it.
+func TestFreshInstallRaisesNoAlert(t *testing.T) {
+	require.Empty(t, firing(t, realMetrics(t), scenario{}))
+}
+
 func TestAlertsWaitForTheirFor(t *testing.T) {
 	const l = `namespace="lance", job="reaper", instance="10.0.0.7:9090"`
 	fired := firing(t, realMetrics(t), healthy().with(scenario{

@@ -759,3 +759,24 @@ func TestAzureWorkloadIdentityExample(t *testing.T) {
 	}
 	require.Regexp(t, `^http://[a-z0-9.-]+:9091$`, push)
 }
+
+// TestGoMemLimitLeavesHeadroom: GOMEMLIMIT is at most 90% of the reaper
+// container's memory limit (it was the whole limit, which leaves the Go
+// runtime no room before the OOM killer).
+func TestGoMemLimitLeavesHeadroom(t *testing.T) {
+	units := map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+	for _, p := range podTemplates(t) {
+		for _, c := range p.reaperContainers() {
+			v, ok := envValue(c, "GOMEMLIMIT")
+			require.True(t, ok, "%s: GOMEMLIMIT is set", p)
+			var n int64
+			var unit string
+			_, err := fmt.Sscanf(v, "%d%s", &n, &unit)
+			require.NoError(t, err, "%s: GOMEMLIMIT=%q", p, v)
+			require.Contains(t, units, unit, "%s: GOMEMLIMIT=%q", p, v)
+			limit := c.Resources.Limits.Memory().Value()
+			require.LessOrEqual(t, float64(n*units[unit]), 0.9*float64(limit), "%s: GOMEMLIMIT=%s of a %d-byte limit", p, v, limit)
+			require.Greater(t, float64(n*units[unit]), 0.7*float64(limit), "%s: GOMEMLIMIT=%s wastes the limit", p, v)
+		}
+	}
+}

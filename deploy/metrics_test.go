@@ -153,7 +153,9 @@ safety:
 `, local, crowded, s3root, s3.yamlOptions("      "))), 0o644))
 	prom := filepath.Join(dir, "reaper.prom")
 	r := runReaper(t, nil, "purge", "--config", cfg, "--allow-short-ttl", "--textfile", prom, "-o", "json")
-	require.Equal(t, 0, r.code, "purge pass: %s", r)
+	// Exit status 3: the crowded root is refused by the blast-radius cap,
+	// on purpose, so the refusal metrics exist.
+	require.Equal(t, 3, r.code, "purge pass: %s", r)
 
 	// The pass did what the metrics will say.
 	var rep struct {
@@ -346,12 +348,14 @@ func TestRealPassMetrics(t *testing.T) {
 		require.Failf(t, "no series", "%s%v", family, labels)
 		return 0
 	}
-	require.Equal(t, 1.0, value("reaper_passes_total", map[string]string{"result": "success"}))
+	// The crowded root was refused: not a success, and no last success.
+	require.Equal(t, 1.0, value("reaper_passes_total", map[string]string{"result": "refused"}))
+	require.Equal(t, 0.0, value("reaper_passes_total", map[string]string{"result": "success"}))
 	require.Equal(t, 2.0, value("reaper_tables_purged_total", nil))
 	require.Equal(t, 1.0, value("reaper_roots_refused_total", map[string]string{"reason": "blast_radius"}))
 	require.Equal(t, 1.0, value("reaper_skipped_total", map[string]string{"reason": "not_due"}))
 	require.Greater(t, value("reaper_bytes_reclaimed_total", nil), 0.0)
 	require.Greater(t, value("reaper_s3_http_requests_total", map[string]string{"operation": "DeleteObjects", "code": "200"}), 0.0)
-	require.Greater(t, value("reaper_last_success_timestamp_seconds", nil), float64(time.Now().Add(-time.Hour).Unix()))
+	require.Equal(t, 0.0, value("reaper_last_success_timestamp_seconds", nil))
 	require.Equal(t, 1.0, value("reaper_pass_duration_seconds", nil))
 }

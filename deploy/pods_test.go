@@ -103,6 +103,9 @@ func (s *sandbox) dir(containerPath string) string {
 	return d
 }
 
+// podNamespace is the namespace the sandboxed pods run in.
+const podNamespace = "lance"
+
 // env is the container's environment as Kubernetes would set it.
 func (s *sandbox) env(overrides map[string]string) []string {
 	var env []string
@@ -119,6 +122,9 @@ func (s *sandbox) env(overrides map[string]string) []string {
 			require.Equal(s.t, s.c.Name, ref.ContainerName, "%s: %s", s.p, e.Name)
 			require.Equal(s.t, "limits.memory", ref.Resource, "%s: %s", s.p, e.Name)
 			env = append(env, e.Name+"="+strconv.FormatInt(s.c.Resources.Limits.Memory().Value(), 10))
+		case e.ValueFrom.FieldRef != nil:
+			require.Equal(s.t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, "%s: %s", s.p, e.Name)
+			env = append(env, e.Name+"="+podNamespace)
 		default:
 			require.Failf(s.t, "unsupported env source", "%s: %s", s.p, e.Name)
 		}
@@ -304,14 +310,14 @@ func TestCronJobPodsPass(t *testing.T) {
 			if pg != nil {
 				pg.mu.Lock()
 				defer pg.mu.Unlock()
-				// One group per job (per shard when sharded), whatever the
-				// pod's name: each run replaces the previous run's.
+				// One group per job and namespace (per shard when sharded),
+				// whatever the pod's name: each run replaces the previous run's.
 				var want []string
 				for _, idx := range indexes {
 					if idx < 0 {
-						want = append(want, "PUT /metrics/job/reaper")
+						want = append(want, "PUT /metrics/job/reaper/namespace/"+podNamespace)
 					} else {
-						want = append(want, fmt.Sprintf("PUT /metrics/job/reaper/shard/%d", idx))
+						want = append(want, fmt.Sprintf("PUT /metrics/job/reaper/namespace/%s/shard/%d", podNamespace, idx))
 					}
 				}
 				require.ElementsMatch(t, want, slices.Collect(maps.Keys(pg.pushes)))

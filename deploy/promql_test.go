@@ -19,7 +19,12 @@ var promParser = parser.NewParser(parser.Options{})
 // targetLabels are added by Prometheus when it scrapes reaper through a
 // ServiceMonitor (or the Pushgateway, for job and instance); reaper does not
 // export them.
-var targetLabels = []string{"namespace", "job", "instance", "pod", "service", "endpoint", "container"}
+// shard is the Pushgateway grouping label of a sharded CronJob's pushes.
+var targetLabels = []string{"namespace", "job", "instance", "pod", "service", "endpoint", "container", "shard"}
+
+// pushgatewayMetrics are the Pushgateway's own series about each pushed
+// group, which the rules read to tell pushed counters from scraped ones.
+var pushgatewayMetrics = []string{"push_time_seconds", "push_failure_time_seconds"}
 
 // openLabels take values reaper does not create up front (root URIs, HTTP
 // status codes, S3 operations seen on the wire): any value matches.
@@ -72,6 +77,13 @@ func (c *checker) family(name string) (string, bool) {
 // selector reads, target labels included.
 func (c *checker) selectorLabels(name string) (labelSet, error) {
 	if ls, ok := c.recorded[name]; ok {
+		return ls, nil
+	}
+	if slices.Contains(pushgatewayMetrics, name) {
+		ls := labelSet{}
+		for _, l := range targetLabels {
+			ls[l] = nil
+		}
 		return ls, nil
 	}
 	fam, ok := c.family(name)
@@ -203,6 +215,8 @@ func (c *checker) check(expr string) ([]string, error) {
 			}
 			if _, ok := c.recorded[name]; ok {
 				names = append(names, name)
+			} else if slices.Contains(pushgatewayMetrics, name) {
+				// the Pushgateway's, not reaper's
 			} else {
 				fam, _ := c.family(name)
 				names = append(names, fam)

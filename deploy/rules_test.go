@@ -126,5 +126,5 @@ func TestNoSuccessAlertIsTwiceTheSchedule(t *testing.T) {
 	require.Equal(t, 2*period, time.Duration(n.Val)*time.Second, "threshold vs schedule %s", loadReaperConfig(t).Schedule)
 	vs, ok := b.LHS.(*parser.VectorSelector)
 	require.True(t, ok, expr)
-	require.Contains(t, records[vs.Name], "time() - max by (namespace, job) (reaper_last_success_timestamp_seconds)")
+	require.Contains(t, records[vs.Name], "time() - max by (namespace, job, instance, shard) (reaper_last_success_timestamp_seconds)")
 }

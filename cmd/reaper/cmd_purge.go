@@ -73,7 +73,16 @@ written for the node-exporter textfile collector (--textfile PATH.prom).
 On SIGINT/SIGTERM the current table is finished and no new one is started;
 a second signal aborts it (a later pass finishes the job).
 
-Exit status: 0 when nothing failed, 1 when any table failed, 2 on usage errors.`, formatDuration(config.Default().Safety.MinTTL.D())),
+Exit status (the pass's result is in the "pass finished" log line and
+reaper_passes_total{result}):
+  0  nothing failed and nothing was refused (result success)
+  1  a table or root failed, root discovery was incomplete, the pass was
+     interrupted, or the metrics could not be pushed or written
+     (result partial, failed or interrupted)
+  2  usage or configuration error; nothing was purged
+  3  nothing failed, but a safety rail refused a root (blast_radius, or
+     paused by _reaper/PAUSE or paused: true): its due tables were kept
+     (result refused)`, formatDuration(config.Default().Safety.MinTTL.D())),
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.globalOptions, o.Names = *g, args
@@ -108,8 +117,9 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := rt.export(ctx); err != nil {
-		rt.log.Error("export metrics", "err", err)
+	exportErr := rt.export(ctx)
+	if exportErr != nil {
+		rt.log.Error("export metrics", "error", exportErr)
 	}
 	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
 	switch {
@@ -127,7 +137,25 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 		return &failedError{op: "purge", msg: fmt.Sprintf("purge interrupted: %d due table(s) not started, %d root(s) not visited; run purge again to finish",
 			notStarted(rep), rep.RootsNotVisited)}
 	}
-	return out.err()
+	if err := out.err(); err != nil {
+		return err
+	}
+	if len(rep.RootErrors) > 0 {
+		return &failedError{op: "purge", msg: "purge: root discovery incomplete, some roots were not visited: " + strings.Join(rep.RootErrors, "; ")}
+	}
+	if exportErr != nil {
+		return &failedError{op: "purge", msg: exportErr.Error()}
+	}
+	var refused []string
+	for _, rr := range rep.Roots {
+		if rr.Refused != "" {
+			refused = append(refused, rr.Root+" ("+string(rr.Refused)+")")
+		}
+	}
+	if len(refused) > 0 {
+		return &refusedError{roots: refused}
+	}
+	return nil
 }
 
 // err is the pass's verdict: a usage error (exit 2) when a root failed for

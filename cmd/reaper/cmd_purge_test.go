@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -312,6 +315,114 @@ func TestNotStarted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := &worker.Report{Roots: []*worker.RootReport{{Decisions: []worker.Decision{tc.d}}}}
 			require.Equal(t, tc.want, notStarted(rep))
+		})
+	}
+}
+
+// A pass that refused a root (blast radius, pause) or could not discover
+// every root is not a success: before, each exited 0 with result=success
+// (or partial) and a CronJob looked healthy. Refusals exit 3 with result
+// refused; a root or discovery error exits 1; 0 is kept for "nothing
+// failed, nothing refused".
+func TestPurgeExitCodesOfRefusals(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(t *testing.T, b backend, o *purgeOptions)
+		code   int
+		result string
+	}{
+		{"clean", func(*testing.T, backend, *purgeOptions) {}, exitOK, "success"},
+		{"paused root", func(t *testing.T, b backend, _ *purgeOptions) {
+			b.put(t, "_reaper/PAUSE", nil, time.Now())
+		}, exitRefused, "refused"},
+		{"blast radius", func(_ *testing.T, _ backend, o *purgeOptions) {
+			o.Sets = append(o.Sets, "safety.blast_radius_max_tables=1")
+		}, exitRefused, "refused"},
+		{"missing discovery parent", func(t *testing.T, b backend, o *purgeOptions) {
+			cfg := filepath.Join(t.TempDir(), "reaper.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte("roots:\n  - uri: "+b.opts.Root+"\ndiscover:\n  - uri: "+
+				filepath.Join(t.TempDir(), "nosuch")+"/*\n"), 0o644))
+			o.ConfigPath, o.Root = cfg, ""
+		}, exitFailed, "partial"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := localBackend(t)
+			t0 := time.UnixMilli(time.Now().UnixMilli())
+			now := t0.Add(10 * day)
+			for _, n := range []string{"a", "b"} {
+				b.writeTable(t, n, t0.Add(-time.Hour))
+				b.writeMarker(t, n, lifecycle.EncodeMarker(now.Add(-10*day), 7*day), t0)
+			}
+			var logs strings.Builder
+			o := purgeOptions{storeOptions: b.opts, Output: "json"}
+			o.LogFormat, o.LogLevel, o.Stderr = "json", "info", &logs
+			o.setClock(b.clock, now)
+			tc.setup(t, b, &o)
+			var out strings.Builder
+			err := runPurge(context.Background(), o, &out)
+			require.Equal(t, tc.code, exitCode(err), "err %v; output %s", err, out.String())
+			require.Contains(t, logs.String(), `"result":"`+tc.result+`"`, logs.String())
+		})
+	}
+}
+
+// A dry run deletes nothing, so it counts nothing as deleted: before, a dry
+// run that met a conflict (the fixture's "conflict" table, written after its
+// drop) added the objects it had walked to reaper_objects_deleted_total and
+// reaper_bytes_reclaimed_total, and its ledger row said they were deleted.
+func TestDryRunCountsNothingDeleted(t *testing.T) {
+	f := newPurgeFixture(t)
+	// A table whose last object (in walk order) was written after its
+	// drop: the dry run counts the others before it meets the conflict.
+	_, _ = f.b.writeTable(t, "late", f.now.Add(-20*day))
+	f.b.writeMarker(t, "late", lifecycle.EncodeMarker(f.now.Add(-10*day), 7*day), f.now.Add(-10*day))
+	f.b.put(t, "late.lance/zzz-written-after-the-drop", []byte("x"), f.now.Add(-time.Hour))
+	o := f.opts(true)
+	o.Textfile = filepath.Join(t.TempDir(), "reaper.prom")
+	audit := t.TempDir()
+	o.Sets = append(o.Sets, "audit.location="+audit)
+	var out strings.Builder
+	_ = runPurge(context.Background(), o, &out)
+	rep, _ := decodeReport(t, []byte(out.String()))
+	require.NotEmpty(t, rep.Purged, "the dry run would purge tables: %s", out.String())
+
+	b, err := os.ReadFile(o.Textfile)
+	require.NoError(t, err)
+	for _, want := range []string{"reaper_objects_deleted_total 0\n", "reaper_bytes_reclaimed_total 0\n"} {
+		require.True(t, strings.Contains(string(b), want), "the textfile has no %q", want)
+	}
+
+	store, err := local.Open(audit)
+	require.NoError(t, err)
+	rows, err := ledger.Read(context.Background(), store, time.Time{})
+	require.NoError(t, err)
+	var sawConflict bool
+	for _, r := range rows {
+		if r.Action == string(outcome.DryRun) {
+			continue // "would be deleted", as docs/FORMAT.md says
+		}
+		sawConflict = sawConflict || (r.Table == "late" && r.Action == string(outcome.Conflict))
+		require.Zero(t, r.Objects, "%s (%s): a dry run deleted no object", r.Table, r.Action)
+		require.Zero(t, r.Bytes, "%s (%s): a dry run deleted no byte", r.Table, r.Action)
+	}
+	require.True(t, sawConflict, "the fixture's conflict table is met: %v", rows)
+}
+
+// OTel settings reaper cannot honour are warned about, never fatal: before,
+// each of these made purge exit 2 and purge nothing.
+func TestPurgeRunsWhateverTheOTelEnvironment(t *testing.T) {
+	for _, env := range [][2]string{
+		{"OTEL_TRACES_EXPORTER", "zipkin"}, {"OTEL_TRACES_EXPORTER", "OTLP"}, {"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"},
+	} {
+		t.Run(env[0]+"="+env[1], func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+			t.Setenv(env[0], env[1])
+			f := newPurgeFixture(t)
+			var out strings.Builder
+			err := runPurge(context.Background(), f.opts(false, "due"), &out)
+			require.Equal(t, exitOK, exitCode(err), "err %v; output %s", err, out.String())
 		})
 	}
 }

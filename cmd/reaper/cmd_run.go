@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/daemon"
@@ -71,7 +72,7 @@ func runDaemon(ctx context.Context, o runOptions, stdout io.Writer) error {
 	}
 	defer rt.close()
 	cfg, log := rt.cfg, rt.log
-	log.Info("reaper starting", "version", version, "config", cfg.Redacted())
+	log.Info("reaper starting", "version", version, "config", configAttr(cfg))
 
 	drain := daemon.StartDrain(ctx, drainDone(ctx), daemon.DrainOptions{Grace: cfg.ShutdownGrace.D(), Logger: log})
 	defer drain.Stop()
@@ -106,7 +107,7 @@ func runDaemon(ctx context.Context, o runOptions, stdout io.Writer) error {
 				return err
 			}
 			if err := rt.export(ctx); err != nil {
-				log.Error("export metrics", "err", err)
+				log.Error("export metrics", "error", err)
 			}
 			ready.PassFinished(rep)
 			return nil
@@ -135,4 +136,19 @@ func serveHTTP(addr string, rt *runtime, ready *daemon.Readiness) (*http.Server,
 	srv := &http.Server{Handler: daemon.Handler(rt.registry, ready), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, ln.Addr().String(), nil
+}
+
+// configAttr is the configuration as the file spells it (keys as in
+// reaper.yaml, durations like "7d"), secrets redacted: a log line an
+// operator can compare with the file, not Go field names in nanoseconds.
+func configAttr(cfg config.Config) any {
+	b, err := yaml.Marshal(cfg.Redacted())
+	if err != nil {
+		return err.Error()
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return string(b)
+	}
+	return m
 }

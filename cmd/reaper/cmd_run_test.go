@@ -80,9 +80,11 @@ func TestMetricsAfterAPass(t *testing.T) {
 		{"reaper_purge_failures_total", map[string]string{"reason": "invalid_marker"}, 2},
 		{"reaper_skipped_total", map[string]string{"reason": "not_due"}, 1},
 		{"reaper_tables", map[string]string{"root": root, "state": "live"}, 1},
-		{"reaper_tables", map[string]string{"root": root, "state": "due"}, 4},
+		// As the pass left the root: of the four due tables three were
+		// purged (the orphan marker among them); the conflict stays due.
+		{"reaper_tables", map[string]string{"root": root, "state": "due"}, 1},
 		{"reaper_tables", map[string]string{"root": root, "state": "invalid_marker"}, 2},
-		{"reaper_tables", map[string]string{"root": root, "state": "orphan_marker"}, 1},
+		{"reaper_tables", map[string]string{"root": root, "state": "orphan_marker"}, 0},
 		// Three purges and the conflict, which is found under the lease.
 		{"reaper_lock_acquisitions_total", map[string]string{"result": "acquired"}, 4},
 		{"reaper_lock_acquisitions_total", map[string]string{"result": "contended"}, 0},
@@ -231,8 +233,10 @@ func TestShardFlagSplitsRoots(t *testing.T) {
 }
 
 // A one-shot pass can leave its metrics for the node-exporter textfile
-// collector, and push them to a Pushgateway.
+// collector, and push them to a Pushgateway: reaper's own families only
+// (no go_* or process_*), grouped by the pod's namespace.
 func TestPurgeExportsMetrics(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "lance")
 	f := newPurgeFixture(t)
 	var pushed strings.Builder
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -249,8 +253,13 @@ func TestPurgeExportsMetrics(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `reaper_passes_total{result="partial"} 1`)
 	require.Contains(t, string(b), "reaper_tables_purged_total 3")
-	require.Contains(t, pushed.String(), "/metrics/job/reaper")
+	require.Contains(t, pushed.String(), "PUT /metrics/job/reaper/namespace/lance\n")
 	require.Contains(t, pushed.String(), "reaper_objects_deleted_total")
+	require.Contains(t, string(b), "reaper_build_info{")
+	for _, foreign := range []string{"go_goroutines", "process_cpu_seconds_total"} {
+		require.NotContains(t, string(b), foreign)
+		require.NotContains(t, pushed.String(), foreign)
+	}
 }
 
 // The full store stack (retries, metrics, tracing) over a table whose data/

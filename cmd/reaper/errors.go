@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"strings"
 )
 
 // usageError marks a usage or configuration error: exit status 2.
@@ -52,6 +53,15 @@ func (e *failedError) Error() string {
 		return e.msg
 	}
 	return fmt.Sprintf("%s: %d of %d table(s) failed; see the per-table lines above", e.op, e.failed, e.all)
+}
+
+// refusedError says a pass failed nothing but a safety rail refused roots:
+// exit status 3.
+type refusedError struct{ roots []string }
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("purge: %d root(s) refused by a safety rail, their due tables kept: %s; see the lines above",
+		len(e.roots), strings.Join(e.roots, ", "))
 }
 
 // drainKey carries the channel closed on the first interrupt signal.

@@ -23,6 +23,9 @@ const (
 	exitOK     = 0
 	exitFailed = 1
 	exitUsage  = 2
+	// exitRefused: a purge pass failed nothing but a safety rail refused a
+	// root (blast radius, pause), so due tables were kept.
+	exitRefused = 3
 )
 
 func main() {
@@ -46,15 +49,19 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // exitCode maps an error to the documented exit status: 2 for usage and
-// configuration errors, 1 for anything else (a table failed, the root could
-// not be read, the run was interrupted).
+// configuration errors, 3 for a purge refused by a safety rail, 1 for
+// anything else (a table failed, a root could not be read, the run was
+// interrupted, the metrics could not be exported).
 func exitCode(err error) int {
 	var ue *usageError
+	var re *refusedError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue), errors.Is(err, reaper.ErrInvalidName):
 		return exitUsage
+	case errors.As(err, &re):
+		return exitRefused
 	default:
 		return exitFailed
 	}

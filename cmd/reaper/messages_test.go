@@ -105,7 +105,8 @@ func TestPausedReasonNamesRealSettings(t *testing.T) {
 	o := f.opts(false, "due")
 	o.Sets = []string{"paused=true"}
 	var out bytes.Buffer
-	require.NoError(t, runPurge(context.Background(), o, &out))
+	err := runPurge(context.Background(), o, &out)
+	require.Equal(t, exitRefused, exitCode(err), "a paused root is a refusal: %v", err)
 	rep, _ := decodeReport(t, out.Bytes())
 	require.Len(t, rep.Skipped, 1)
 	require.Equal(t, "paused: paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)", rep.Skipped[0].Reason)

@@ -240,6 +240,9 @@ func resolveRoot(root string) (string, error) {
 	if root == "" {
 		return "", usagef("--root is required: pass the database root, e.g. --root /data/lancedb, --root ./lancedb or --root s3://bucket/prefix (or set REAPER_ROOTS)")
 	}
+	if err := config.CheckNoCredentials("--root", root); err != nil {
+		return "", asUsage(err)
+	}
 	if strings.Contains(root, "://") || filepath.IsAbs(root) {
 		return root, nil
 	}

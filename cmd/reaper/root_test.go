@@ -186,3 +186,19 @@ func TestParseStorageOptions(t *testing.T) {
 		require.Equal(t, exitUsage, exitCode(err), "%v", bad)
 	}
 }
+
+// Credentials in a --root URI are refused with exit status 2 and never
+// echoed, by the single-root commands as by purge.
+func TestRootWithCredentialsIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"status", "--root", "s3://AKIAEXAMPLE:SeCrEt@bucket/prefix"},
+		{"purge", "--root", "s3://AKIAEXAMPLE:SeCrEt@bucket/prefix"},
+		{"drop", "--root", "s3://AKIAEXAMPLE:SeCrEt@bucket/prefix", "t"},
+	} {
+		var stdout, stderr strings.Builder
+		code := execute(context.Background(), args, &stdout, &stderr)
+		require.Equal(t, exitUsage, code, "%v: %s", args, stderr.String())
+		require.NotContains(t, stdout.String()+stderr.String(), "SeCrEt", "%v", args)
+		require.Contains(t, stderr.String(), "storage options", "%v", args)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lance-reaper/reaper/internal/config"
@@ -162,11 +163,15 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	perRoot := cfg.Metrics.PerRootLabels == nil || *cfg.Metrics.PerRootLabels
-	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot})
-	tp, shutdown, err := metrics.SetupTracing(ctx, "reaper", version)
-	if err != nil {
-		return nil, usagef("tracing from OTEL_* environment: %w", err)
-	}
+	m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot, Version: version})
+	// Libraries that log through slog.Default (the AWS SDK's adapter) join
+	// this process's log stream, format and level.
+	slog.SetDefault(log)
+	// Tracing never stops a pass: unknown OTEL_* values are warned about.
+	// OTel reports export errors through its one process-wide handler:
+	// route them into the JSON log instead of plain-text lines on stderr.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing export", "error", err) }))
+	tp, shutdown := metrics.SetupTracing(ctx, metrics.TracingOptions{ServiceName: "reaper", Version: version, Logger: log})
 	rt := &runtime{cfg: cfg, log: log, registry: reg, metrics: m, tracerTP: tp, shutdown: shutdown, flags: f,
 		counter: metrics.NewRequestCounter(nil, m)}
 	stackOpts := stack.Options{
@@ -218,13 +223,18 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 // export pushes or writes the pass's metrics when configured.
 func (rt *runtime) export(ctx context.Context) error {
 	if u := rt.cfg.Metrics.Pushgateway; u != "" {
-		var grouping map[string]string
+		grouping := map[string]string{}
+		if ns := podNamespace(os.LookupEnv, os.ReadFile); ns != "" {
+			// The origin's namespace: the alerts group by it, and two
+			// namespaces pushing the same job never replace each other.
+			grouping["namespace"] = ns
+		}
 		if sh := rt.cfg.Shard; sh.Count > 1 {
 			// Shards push separately; each replaces only its own group.
-			grouping = map[string]string{"shard": strconv.Itoa(sh.Index)}
+			grouping["shard"] = strconv.Itoa(sh.Index)
 		}
 		if err := metrics.Push(ctx, u, rt.cfg.Metrics.PushJob, grouping, rt.registry); err != nil {
-			return fmt.Errorf("push metrics to %s: %w", u, err)
+			return err // names the URL without its credentials
 		}
 	}
 	if p := rt.cfg.Metrics.Textfile; p != "" {
@@ -233,6 +243,23 @@ func (rt *runtime) export(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// serviceAccountNamespace is where Kubernetes writes the pod's namespace
+// when the service account token is mounted.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the Kubernetes namespace reaper runs in: POD_NAMESPACE
+// (the manifests set it from the downward API), else the mounted service
+// account's; "" outside Kubernetes.
+func podNamespace(lookup func(string) (string, bool), read func(string) ([]byte, error)) string {
+	if v, ok := lookup("POD_NAMESPACE"); ok && v != "" {
+		return v
+	}
+	if b, err := read(serviceAccountNamespace); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
 }
 
 func (rt *runtime) close() {

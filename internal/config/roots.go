@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -37,6 +38,9 @@ func (c Config) validateRoots(v *validator) {
 	seen := map[string]string{}
 	for i, r := range c.Roots {
 		key := fmt.Sprintf("roots[%d]", i)
+		if refuseCredentials(v, key+".uri", r.URI) {
+			continue
+		}
 		loc, err := objstore.ParseLocation(r.URI)
 		if err != nil {
 			v.add(key+".uri", r.URI, err.Error(), "fix the URI")
@@ -54,6 +58,9 @@ func (c Config) validateRoots(v *validator) {
 	}
 	for i, d := range c.Discover {
 		key := fmt.Sprintf("discover[%d]", i)
+		if refuseCredentials(v, key+".uri", d.URI) {
+			continue
+		}
 		loc, err := DiscoverParent(d.URI)
 		if err != nil {
 			v.add(key+".uri", d.URI, err.Error(), "write the parent URI followed by /*/")
@@ -84,6 +91,31 @@ func (c Config) validateLeaseFor(v *validator, schemes map[objstore.Scheme]bool)
 			return
 		}
 	}
+}
+
+// refuseCredentials refuses a location URI with userinfo
+// (s3://KEY:SECRET@bucket/prefix): the URI is a root's name in logs, the
+// textfile, the ledger and the root label pushed to a shared Pushgateway,
+// so a secret in it would leak everywhere. The error shows the URI with
+// the userinfo masked. It reports whether uri was refused.
+func refuseCredentials(v *validator, key, uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || u.User == nil {
+		return false
+	}
+	u.User = url.User(RedactedValue)
+	v.add(key, u.String(), "credentials in a location URI are refused: the URI is printed in logs and metric labels",
+		"remove the user:secret@ part and pass credentials as storage options (--storage-option aws_access_key_id=... "+
+			"and aws_secret_access_key=..., or storage_options in the config file) or through the AWS environment")
+	return true
+}
+
+// CheckNoCredentials applies the same rule to a URI given outside a
+// configuration (the --root of single-root commands); key names it.
+func CheckNoCredentials(key, uri string) error {
+	v := &validator{}
+	refuseCredentials(v, key, uri)
+	return v.err()
 }
 
 // checkStorageOptions validates options with the rules the location's

@@ -195,7 +195,7 @@ func (c Config) validateOutputs(v *validator) {
 	if t := c.Metrics.Textfile; t != "" && !strings.HasSuffix(t, ".prom") {
 		v.add("metrics.textfile", t, `the node-exporter textfile collector reads only *.prom files`, `name the file with a ".prom" suffix, or "" to turn it off`)
 	}
-	if a := c.Audit.Location; a != "" {
+	if a := c.Audit.Location; a != "" && !refuseCredentials(v, "audit.location", a) {
 		loc, err := objstore.ParseLocation(a)
 		switch {
 		case err != nil:

@@ -147,7 +147,7 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 		return res, fmt.Errorf("purge %q: %w", name, err)
 	}
 	res.Lease = LeaseAcquired
-	defer ns.release(lease, name)
+	defer ns.release(ctx, lease, name)
 	lctx := lease.Context()
 	res, err = ns.purgeUnderLease(lctx, lease, name, body, mobj, res, opts)
 	return res, withLeaseCause(lctx, lostOr(lctx, lease, err))
@@ -483,10 +483,12 @@ func (ns *Namespace) noMarkerError(ctx context.Context, name string) error {
 }
 
 // release gives the lease back on a fresh context: the caller's may be done.
-func (ns *Namespace) release(lease *lock.Lease, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+func (ns *Namespace) release(ctx context.Context, lease *lock.Lease, name string) {
+	// Detached from the work's cancellation, not from its trace: the
+	// release's span belongs to the table's purge.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if err := lease.Release(ctx); err != nil {
-		ns.log.Warn("release lease", "table", name, "err", err)
+		ns.log.Warn("release lease", "table", name, "error", err)
 	}
 }

@@ -54,7 +54,7 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("revive %q: %w", name, err)
 	}
-	defer ns.release(lease, name)
+	defer ns.release(ctx, lease, name)
 	lctx := lease.Context()
 	return withLeaseCause(lctx, ns.reviveUnderLease(lctx, lease.Verify, name, body, obj))
 }

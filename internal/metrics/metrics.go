@@ -13,7 +13,7 @@
 //	purge_conflicts_total
 //	objects_deleted_total
 //	bytes_reclaimed_total
-//	tables{root,state}                         live, soft_deleted, due, overdue, orphan_marker, invalid_marker, held
+//	tables{root,state}                         after the last pass: live, soft_deleted, due, overdue, orphan_marker, invalid_marker, held
 //	oldest_due_marker_timestamp_seconds{root}  absent when nothing is due
 //	objstore_requests_total{op,code}           WrapStore; code ok, not_found, precondition, canceled, error
 //	objstore_request_duration_seconds{op}      WrapStore; histogram, 5ms to 60s
@@ -21,11 +21,14 @@
 //	roots_refused_total{root,reason}           blast_radius, paused, error
 //	skipped_total{reason}                      not_due, locked, held, short_ttl, limit
 //	s3_http_requests_total{operation,code}     RequestCounter; code is the HTTP status or "error"
+//	build_info{version,go_version}             always 1
 //
 // The root label is "" (aggregated) unless Options.PerRootLabels is set.
 package metrics
 
 import (
+	"cmp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +53,8 @@ type Options struct {
 	// roots, the oldest due marker is the minimum over them. Turn it off
 	// when a deployment has many roots.
 	PerRootLabels bool
+	// Version is reaper_build_info's version label ("unknown" when empty).
+	Version string
 }
 
 // Metrics holds every reaper metric. Its methods are safe for concurrent
@@ -74,6 +79,7 @@ type Metrics struct {
 	rootsRefused    *prometheus.CounterVec
 	skipped         *prometheus.CounterVec
 	s3Requests      *prometheus.CounterVec
+	buildInfo       *prometheus.GaugeVec
 
 	// mu guards the per-root state behind the aggregated gauges.
 	mu         sync.Mutex
@@ -135,11 +141,11 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}),
 		tables: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "tables",
-			Help: "Tables seen by the last scan of each root, by state; root is empty when per-root labels are off.",
+			Help: "Tables of each root of the last pass by state, as left by that pass (its scan less the tables it purged); root is empty when per-root labels are off.",
 		}, []string{"root", "state"}),
 		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_due_marker_timestamp_seconds",
-			Help: "Unix time at which the oldest still-present due marker became due; absent when nothing is due.",
+			Help: "Unix time at which the oldest due marker left by the last pass became due; absent when nothing is due.",
 		}, []string{"root"}),
 		storeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "objstore_requests_total",
@@ -166,7 +172,12 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Namespace: namespace, Name: "s3_http_requests_total",
 			Help: "HTTP requests sent to S3, by operation and HTTP status code (\"error\" when no response arrived).",
 		}, []string{"operation", "code"}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "build_info",
+			Help: "Always 1; its labels say which reaper and Go built the process that exported it.",
+		}, []string{"version", "go_version"}),
 	}
+	m.buildInfo.WithLabelValues(cmp.Or(opts.Version, "unknown"), runtime.Version()).Set(1)
 	m.precreate()
 	if reg != nil {
 		reg.MustRegister(m.collectors()...)
@@ -179,7 +190,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.passes, m.lastSuccess, m.passDuration, m.tablesPurged, m.purgeFailures,
 		m.purgeConflicts, m.objectsDeleted, m.bytesReclaimed, m.tables, m.oldestDue,
 		m.storeRequests, m.storeDuration, m.lockAcquisition, m.rootsRefused,
-		m.skipped, m.s3Requests,
+		m.skipped, m.s3Requests, m.buildInfo,
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -97,4 +100,70 @@ func TestWriteTextfile(t *testing.T) {
 	require.ErrorContains(t, err, ".prom")
 	err = WriteTextfile(filepath.Join(dir, "missing", "reaper.prom"), reg)
 	require.Error(t, err)
+}
+
+// Pushes and textfiles carry reaper's own families and its build info, not
+// the Go and process collectors of the registry they share with /metrics:
+// the Pushgateway complained about those on every push, node-exporter on
+// every scrape.
+func TestExportOnlyOwnFamilies(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	New(reg, Options{Version: "v1.2.3"})
+
+	path := filepath.Join(t.TempDir(), "reaper.prom")
+	require.NoError(t, WriteTextfile(path, reg))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := tp.TextToMetricFamilies(f)
+	require.NoError(t, err)
+	for name := range families {
+		require.True(t, strings.HasPrefix(name, "reaper_"), "textfile exports %s", name)
+	}
+	info := families["reaper_build_info"]
+	require.NotNil(t, info)
+	labels := map[string]string{}
+	for _, l := range info.GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	require.Equal(t, map[string]string{"version": "v1.2.3", "go_version": runtime.Version()}, labels)
+
+	pushed := make(chan []string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dec := expfmt.NewDecoder(r.Body, expfmt.ResponseFormat(r.Header))
+		var names []string
+		for {
+			var mf dto.MetricFamily
+			if err := dec.Decode(&mf); err != nil {
+				break
+			}
+			names = append(names, mf.GetName())
+		}
+		pushed <- names
+	}))
+	defer srv.Close()
+	require.NoError(t, Push(t.Context(), srv.URL, "", nil, reg))
+	names := <-pushed
+	require.Contains(t, names, "reaper_build_info")
+	for _, n := range names {
+		require.True(t, strings.HasPrefix(n, "reaper_"), "push carries %s", n)
+	}
+}
+
+// A push error never prints the basic-auth password of the Pushgateway URL:
+// before, it was in the export error logged on every pass while the
+// Pushgateway was down.
+func TestPushErrorHidesCredentials(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	New(reg, Options{})
+	for _, url := range []string{"http://user:PaSsWoRd@127.0.0.1:1", "http://user:PaSsWoRd@127.0.0.1:1/"} {
+		err := Push(t.Context(), url, "", nil, reg)
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "PaSsWoRd")
+		require.Contains(t, err.Error(), "push metrics to http://REDACTED@127.0.0.1:1")
+	}
 }

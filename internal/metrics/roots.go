@@ -55,6 +55,35 @@ func (m *Metrics) ForgetRoot(root string) {
 	m.publishOldest(root)
 }
 
+// KeepRoots forgets every root reported before that is not in roots: the
+// roots of a finished pass. Without it a root that left the pass would keep
+// its last backlog (and its alerts) forever.
+func (m *Metrics) KeepRoots(roots []string) {
+	if m == nil {
+		return
+	}
+	keep := make(map[string]bool, len(roots))
+	for _, r := range roots {
+		keep[r] = true
+	}
+	m.mu.Lock()
+	var gone []string
+	for r := range m.rootTables {
+		if !keep[r] {
+			gone = append(gone, r)
+		}
+	}
+	for r := range m.rootOldest {
+		if !keep[r] && m.rootTables[r] == nil {
+			gone = append(gone, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range gone {
+		m.ForgetRoot(r)
+	}
+}
+
 // ResetRootTables forgets every root's table counts and due markers, e.g.
 // on a configuration reload; the aggregated series return to zero.
 func (m *Metrics) ResetRootTables() {

@@ -33,6 +33,7 @@ func NewShared(reg prometheus.Registerer, opts Options) *Metrics {
 	m.rootsRefused = adopt(reg, m.rootsRefused)
 	m.skipped = adopt(reg, m.skipped)
 	m.s3Requests = adopt(reg, m.s3Requests)
+	m.buildInfo = adopt(reg, m.buildInfo)
 	m.precreate()
 	return m
 }

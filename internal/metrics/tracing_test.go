@@ -3,10 +3,13 @@ package metrics
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -48,26 +51,87 @@ func TestSetupTracingNoop(t *testing.T) {
 			for k, v := range env {
 				t.Setenv(k, v)
 			}
-			tp, shutdown, err := SetupTracing(t.Context(), "reaper", "test")
-			require.NoError(t, err)
+			tp, shutdown := SetupTracing(t.Context(), TracingOptions{ServiceName: "reaper", Version: "test"})
 			requireNoop(t, tp)
 			require.NoError(t, shutdown(t.Context()))
 		})
 	}
 }
 
-func TestSetupTracingRejects(t *testing.T) {
-	for name, env := range map[string]map[string]string{
-		"exporter": {EnvOTLPEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "zipkin"},
-		"grpc":     {EnvOTLPEndpoint: "http://127.0.0.1:1", EnvOTLPProtocol: "grpc"},
+// Values are case-insensitive and an unknown one is warned about and
+// ignored, never fatal: before, OTEL_TRACES_EXPORTER=console or =OTLP, or
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc, made reaper exit 2 and purge nothing.
+func TestSetupTracingIgnoresWhatItCannotDo(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env       map[string]string
+		recording bool
+		warns     string
+	}{
+		"unknown exporter": {map[string]string{EnvOTLPEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "zipkin"}, true, "zipkin"},
+		"upper-case otlp":  {map[string]string{EnvOTLPEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "OTLP"}, true, ""},
+		"upper-case none":  {map[string]string{EnvOTLPEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "NONE"}, false, ""},
+		"disabled TRUE":    {map[string]string{EnvOTLPEndpoint: "http://127.0.0.1:1", EnvSDKDisabled: "TRUE"}, false, ""},
+		"grpc":             {map[string]string{EnvOTLPEndpoint: "http://127.0.0.1:1", EnvOTLPProtocol: "grpc"}, true, ""},
+		"http/json":        {map[string]string{EnvOTLPEndpoint: "http://127.0.0.1:1", EnvOTLPProtocol: "http/json"}, true, "http/json"},
+		"console":          {map[string]string{EnvTracesExporter: "console"}, true, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			clearOTelEnv(t)
-			for k, v := range env {
+			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, _, err := SetupTracing(t.Context(), "reaper", "test")
-			require.Error(t, err)
+			var logs strings.Builder
+			var console strings.Builder
+			tp, shutdown := SetupTracing(t.Context(), TracingOptions{
+				ServiceName: "reaper", Version: "test", Console: &console,
+				Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
+				FlushTimeout: 200 * time.Millisecond,
+			})
+			_, span := tp.Tracer("test").Start(t.Context(), "pass")
+			require.Equal(t, tc.recording, span.IsRecording())
+			span.End()
+			_ = shutdown(t.Context())
+			if tc.warns != "" {
+				require.Contains(t, logs.String(), tc.warns)
+			} else {
+				require.Empty(t, logs.String())
+			}
+			if name == "console" {
+				require.Contains(t, console.String(), `"Name":"pass"`)
+			}
+		})
+	}
+}
+
+// A collector that answers 503, or never answers, costs a one-shot run at
+// most the flush timeout at shutdown (the exporter alone retries for 30 s
+// and more).
+func TestSetupTracingFlushIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	for name, h := range map[string]http.HandlerFunc{
+		"503": func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) },
+		"never answers": func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			// Before Close: let a handler still holding the exporter's
+			// request go.
+			defer once.Do(func() { close(release) })
+			clearOTelEnv(t)
+			t.Setenv(EnvOTLPEndpoint, srv.URL)
+			tp, shutdown := SetupTracing(t.Context(), TracingOptions{ServiceName: "reaper", FlushTimeout: 300 * time.Millisecond})
+			_, span := tp.Tracer("test").Start(t.Context(), "pass")
+			span.End()
+			start := time.Now()
+			_ = shutdown(t.Context())
+			require.Less(t, time.Since(start), 3*time.Second, "shutdown waited for the collector")
 		})
 	}
 }
@@ -97,8 +161,7 @@ func TestSetupTracingExports(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv(EnvOTLPEndpoint, srv.URL)
 
-	tp, shutdown, err := SetupTracing(t.Context(), "reaper", "v1.2.3")
-	require.NoError(t, err)
+	tp, shutdown := SetupTracing(t.Context(), TracingOptions{ServiceName: "reaper", Version: "v1.2.3"})
 	_, span := tp.Tracer("test").Start(t.Context(), "pass")
 	require.True(t, span.IsRecording())
 	span.End()

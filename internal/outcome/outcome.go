@@ -116,11 +116,15 @@ const (
 	ResultFailed Result = "failed"
 	// ResultInterrupted: shutdown stopped the pass early.
 	ResultInterrupted Result = "interrupted"
+	// ResultRefused: nothing failed, but a safety rail refused a root
+	// (blast_radius, paused), so its due tables were kept. Not a success:
+	// a CronJob must not look healthy while it purges nothing.
+	ResultRefused Result = "refused"
 )
 
 // Results lists every pass result.
 func Results() []Result {
-	return []Result{ResultSuccess, ResultPartial, ResultFailed, ResultInterrupted}
+	return []Result{ResultSuccess, ResultPartial, ResultFailed, ResultInterrupted, ResultRefused}
 }
 
 // Lease is how a purge's attempt at its table's lease went:

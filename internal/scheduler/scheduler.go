@@ -39,7 +39,7 @@ import (
 const (
 	logReason   = "reason"
 	logNext     = "next"
-	logDuration = "duration"
+	logDuration = "duration_seconds"
 	logError    = "error"
 )
 
@@ -216,7 +216,7 @@ func (s *Scheduler) start(reason string) bool {
 			ctx = s.PassContext()
 		}
 		res := PassResult{Started: s.Clock.Now(), Reason: reason}
-		s.log.Info("pass started", logReason, reason)
+		s.log.Debug("scheduled pass triggered", logReason, reason)
 		res.Err = s.Run(ctx)
 		res.Finished = s.Clock.Now()
 		s.logResult(res)
@@ -231,14 +231,16 @@ func (s *Scheduler) start(reason string) bool {
 }
 
 func (s *Scheduler) logResult(res PassResult) {
-	d := res.Finished.Sub(res.Started)
+	// The worker logs "pass started" and "pass finished" with the result;
+	// these lines say what the schedule did, in other words.
+	d := res.Finished.Sub(res.Started).Seconds()
 	switch {
 	case res.Err == nil:
-		s.log.Info("pass finished", logReason, res.Reason, logDuration, d)
+		s.log.Debug("scheduled pass done", logReason, res.Reason, logDuration, d)
 	case errors.Is(res.Err, context.Canceled):
-		s.log.Info("pass cancelled", logReason, res.Reason, logDuration, d)
+		s.log.Info("scheduled pass cancelled", logReason, res.Reason, logDuration, d)
 	default:
-		s.log.Error("pass failed", logReason, res.Reason, logDuration, d, logError, res.Err)
+		s.log.Error("scheduled pass failed", logReason, res.Reason, logDuration, d, logError, res.Err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // LedgerObserver writes one Parquet file per pass to the audit location,
@@ -69,13 +70,36 @@ func ledgerRow(r *Report, d Decision, version, host string) ledger.Row {
 		ttl := d.Status.TTL
 		row.TTL = &ttl
 	}
-	if d.Err != nil {
+	switch {
+	case d.Err != nil:
 		row.Error = d.Err.Error()
+	case d.Action == outcome.Failed || d.Action == outcome.Conflict:
+		// Failures found while planning (an invalid or future-dated
+		// marker, a live or unknown name) carry no Go error, only their
+		// explanation; the row's error must not be empty.
+		row.Error = string(d.Reason) + ": " + d.Detail
 	}
 	return row
 }
 
-func (o *LedgerObserver) RootFinished(*Report, *RootReport) {}
+// RootFinished adds a row for a root that could not be opened or planned
+// (table "", action failed, reason error): without it, a pass over a root
+// it could not read left a ledger file with no trace of it.
+func (o *LedgerObserver) RootFinished(r *Report, rr *RootReport) {
+	if rr.Err == nil {
+		return
+	}
+	o.mu.Lock()
+	w := o.w
+	o.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.Add(ledger.Row{
+		PassID: r.PassID, Root: rr.Root, Action: string(outcome.Failed), Reason: string(outcome.ReasonRootError),
+		Started: rr.Started, Finished: rr.Finished, Error: rr.Err.Error(), Version: o.version, Host: o.host,
+	})
+}
 
 // PassFinished writes the pass's file; a failure is logged, never fatal:
 // the purge already happened and the metrics and logs still tell it.
@@ -91,7 +115,7 @@ func (o *LedgerObserver) PassFinished(r *Report) {
 	defer cancel()
 	key, err := w.Close(ctx)
 	if err != nil {
-		o.log.Error("write audit ledger", "pass_id", r.PassID, "err", err)
+		o.log.Error("write audit ledger", "pass_id", r.PassID, "error", err)
 		return
 	}
 	o.log.Info("audit ledger written", "pass_id", r.PassID, "key", key, "rows", w.Len())

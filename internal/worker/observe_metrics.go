@@ -16,17 +16,22 @@ var _ Observer = MetricsObserver{}
 
 func (MetricsObserver) PassStarted(*Report) {}
 
+// RootPlanned reports the backlog as planned; RootFinished replaces it with
+// the state after the root's purges.
 func (o MetricsObserver) RootPlanned(_ *Report, rr *RootReport, _ lifecycle.Plan, _ time.Time) {
-	p := rr.Plan
-	o.M.SetRootTables(rr.Root, map[string]int{
+	o.setTables(rr.Root, rr.Plan)
+}
+
+func (o MetricsObserver) setTables(root string, p PlanSummary) {
+	o.M.SetRootTables(root, map[string]int{
 		metrics.StateLive: p.Live, metrics.StateSoftDeleted: p.SoftDeleted, metrics.StateDue: p.Due,
 		metrics.StateOverdue: p.Overdue, metrics.StateOrphanMarker: p.OrphanMarker,
 		metrics.StateInvalidMarker: p.InvalidMarker, metrics.StateHeld: p.Held,
 	})
-	o.M.SetOldestDueMarker(rr.Root, p.OldestDue)
+	o.M.SetOldestDueMarker(root, p.OldestDue)
 }
 
-func (o MetricsObserver) Decision(_ *Report, d Decision) {
+func (o MetricsObserver) Decision(r *Report, d Decision) {
 	if d.Lease != "" {
 		o.M.LockAcquisition(outcome.Lease(d.Lease))
 	}
@@ -45,12 +50,15 @@ func (o MetricsObserver) Decision(_ *Report, d Decision) {
 			o.M.LockAcquisition(outcome.LeaseContended)
 		}
 	}
-	if d.Objects > 0 && d.Action != outcome.DryRun {
+	if d.Objects > 0 && !r.DryRun && d.Action != outcome.DryRun {
 		o.M.Deleted(int(d.Objects), d.Bytes)
 	}
 }
 
 func (o MetricsObserver) RootFinished(_ *Report, rr *RootReport) {
+	if !rr.planNow.IsZero() {
+		o.setTables(rr.Root, rr.After())
+	}
 	switch {
 	case rr.Err != nil:
 		o.M.RootRefused(rr.Root, outcome.ReasonRootError)
@@ -60,5 +68,14 @@ func (o MetricsObserver) RootFinished(_ *Report, rr *RootReport) {
 }
 
 func (o MetricsObserver) PassFinished(r *Report) {
+	if r.Err == nil && !r.Interrupted && r.RootsNotVisited == 0 {
+		// A root no longer in the pass (a discovered tenant purged empty,
+		// a root removed from the config) must not keep its last backlog.
+		visited := make([]string, 0, len(r.Roots))
+		for _, rr := range r.Roots {
+			visited = append(visited, rr.Root)
+		}
+		o.M.KeepRoots(visited)
+	}
 	o.M.PassFinished(r.Result(), r.Finished.Sub(r.Started), r.Finished)
 }

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -163,4 +165,116 @@ func TestLedgerObserverRows(t *testing.T) {
 	require.Equal(t, string(outcome.Purged), byName["old"].Action)
 	require.Equal(t, string(outcome.Failed), byName["bad"].Action)
 	require.NotNil(t, byName["fresh"].TTL)
+}
+
+// gauges gathers reg's gauge named name as "label=value,..." -> value.
+func gauges(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			out[strings.Join(ls, ",")] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// The backlog metrics say what is left after the pass, not what the plan
+// saw: a pass that purged every due table leaves due, overdue and the oldest
+// due marker at nothing (before, they kept the planned values until the
+// next pass, and in every push and textfile). A dry run deletes nothing, so
+// the backlog stays; a root no longer in the pass loses its series.
+func TestBacklogMetricsAfterThePass(t *testing.T) {
+	for _, perRoot := range []bool{true, false} {
+		t.Run(fmt.Sprintf("per_root=%v", perRoot), func(t *testing.T) {
+			f := newFixture(t, objstoretest.Local, 2)
+			f.table(0, "old", 1, 1, day)
+			f.table(0, "older", 1, 1, day)
+			f.table(0, "fresh", 1, 1, 30*day)
+			f.table(1, "gone", 1, 1, day)
+			reg := prometheus.NewRegistry()
+			m := metrics.New(reg, metrics.Options{PerRootLabels: perRoot})
+			label := func(i int) string {
+				if perRoot {
+					return "root=" + f.uris[i] + ","
+				}
+				return "root=,"
+			}
+
+			dry := baseConfig()
+			dry.DryRun = true
+			w := f.worker(dry, 3*day)
+			w.Observer = MetricsObserver{M: m}
+			_, err := w.Pass(context.Background(), nil)
+			require.NoError(t, err)
+			due := gauges(t, reg, "reaper_tables")
+			want := 3.0
+			if perRoot {
+				want = 2
+			}
+			require.Equal(t, want, due[label(0)+"state=due"], "a dry run leaves the backlog")
+			require.Len(t, gauges(t, reg, "reaper_oldest_due_marker_timestamp_seconds"), map[bool]int{true: 2, false: 1}[perRoot])
+
+			// Root 1 leaves the pass; root 0 is purged for real.
+			w = f.worker(baseConfig(), 3*day)
+			w.Observer = MetricsObserver{M: m}
+			w.Roots = func(context.Context) ([]config.Root, error) { return []config.Root{{URI: f.uris[0]}}, nil }
+			rep, err := w.Pass(context.Background(), nil)
+			require.NoError(t, err)
+			require.Equal(t, 2, rep.Totals().Purged)
+			tables := gauges(t, reg, "reaper_tables")
+			require.Equal(t, 0.0, tables[label(0)+"state=due"], "due after the pass: %v", tables)
+			require.Equal(t, 0.0, tables[label(0)+"state=overdue"], "overdue after the pass: %v", tables)
+			require.Equal(t, 1.0, tables[label(0)+"state=soft_deleted"], "soft_deleted after the pass: %v", tables)
+			require.Empty(t, gauges(t, reg, "reaper_oldest_due_marker_timestamp_seconds"), "nothing is due after the pass")
+			if perRoot {
+				for k := range tables {
+					require.NotContains(t, k, f.uris[1], "a root no longer in the pass keeps its series")
+				}
+			}
+		})
+	}
+}
+
+// The ledger says what failed: an invalid marker's row carries its error,
+// and a root that cannot be opened gets a row (before: no error on the
+// former, and a pass file with no row at all for the latter).
+func TestLedgerRowsOfFailures(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 2)
+	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
+	require.NoError(t, err)
+	audit := objstore.NewMemory()
+	w := f.worker(baseConfig(), 4*day)
+	open := w.Open
+	w.Open = func(ctx context.Context, r config.Root) (objstore.Store, error) {
+		if r.URI == f.uris[1] {
+			return nil, errors.New("no such bucket")
+		}
+		return open(ctx, r)
+	}
+	w.Observer = NewLedgerObserver(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")
+	_, err = w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+
+	rows, err := ledger.Read(context.Background(), audit, f.now)
+	require.NoError(t, err)
+	byRoot := map[string]ledger.Row{}
+	for _, r := range rows {
+		byRoot[r.Root+"/"+r.Table] = r
+	}
+	bad := byRoot[f.uris[0]+"/bad"]
+	require.Equal(t, string(outcome.Failed), bad.Action)
+	require.True(t, strings.HasPrefix(bad.Error, "invalid_marker: "), "error %q", bad.Error)
+	root := byRoot[f.uris[1]+"/"]
+	require.Equal(t, string(outcome.Failed), root.Action, "rows: %v", rows)
+	require.Equal(t, string(outcome.ReasonRootError), root.Reason)
+	require.Contains(t, root.Error, "no such bucket")
 }

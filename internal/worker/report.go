@@ -35,6 +35,11 @@ type RootReport struct {
 	Refused   outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
 	Decisions []Decision
 	Err       error
+
+	// due is the plan's due list and planNow the store's time it was
+	// judged at, for After; planNow is zero when the root was not planned.
+	due     []lifecycle.TableStatus
+	planNow time.Time
 }
 
 // PlanSummary counts a root's tables by state at planning time.
@@ -89,11 +94,46 @@ func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
 	return s
 }
 
+// After is the root's state once the pass is over: the plan less the tables
+// whose data the pass removed. The backlog metrics report it, so a pass that
+// clears the backlog clears its alerts too. A dry run removes nothing.
+func (rr *RootReport) After() PlanSummary {
+	s := rr.Plan
+	gone := map[string]bool{}
+	for _, d := range rr.Decisions {
+		if d.Action == outcome.Purged {
+			gone[d.Table] = true
+		}
+	}
+	s.OldestDue = time.Time{}
+	for _, st := range rr.due {
+		if !gone[st.Name] {
+			if s.OldestDue.IsZero() || st.PurgeAfter.Before(s.OldestDue) {
+				s.OldestDue = st.PurgeAfter
+			}
+			continue
+		}
+		s.Tables--
+		s.Due--
+		if st.State == lifecycle.StateOrphanMarker {
+			s.OrphanMarker--
+		} else {
+			s.SoftDeleted--
+		}
+		if rr.planNow.Sub(st.PurgeAfter) > OverdueAfter {
+			s.Overdue--
+		}
+	}
+	return s
+}
+
 // Totals adds up a pass.
 type Totals struct {
 	Purged, Skipped, Failed, Conflicts, Held, Refused, DryRun int
 	Objects, Bytes                                            int64
 	RootErrors                                                int
+	// RefusedRoots counts roots a rail refused (RootReport.Refused).
+	RefusedRoots int
 }
 
 // Totals counts the decisions of every root.
@@ -104,6 +144,9 @@ func (r *Report) Totals() Totals {
 	for _, rr := range r.Roots {
 		if rr.Err != nil {
 			t.RootErrors++
+		}
+		if rr.Refused != "" {
+			t.RefusedRoots++
 		}
 		for _, d := range rr.Decisions {
 			t.Objects += d.Objects
@@ -139,6 +182,8 @@ func (r *Report) Result() outcome.Result {
 		return outcome.ResultInterrupted
 	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0:
 		return outcome.ResultPartial
+	case t.RefusedRoots > 0:
+		return outcome.ResultRefused
 	}
 	return outcome.ResultSuccess
 }

@@ -99,11 +99,12 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 		rep.Finished = now()
 		rep.Err = fmt.Errorf("list roots: %w", err)
 		obs.PassFinished(rep)
+		endPassSpan(span, rep)
 		return rep, rep.Err
 	}
 	if err != nil {
 		// Some discovery patterns failed; the others still run.
-		log.Error("root discovery incomplete", "err", err)
+		log.Error("root discovery incomplete", "error", err)
 		rep.RootErrors = append(rep.RootErrors, err.Error())
 	}
 	log.Info("pass started", "roots", len(roots), "dry_run", rep.DryRun)
@@ -127,9 +128,11 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	rep.Finished = now()
 	obs.PassFinished(rep)
+	endPassSpan(span, rep)
 	t := rep.Totals()
 	log.Info("pass finished", "result", rep.Result(), "purged", t.Purged, "objects", t.Objects, "bytes", t.Bytes,
-		"skipped", t.Skipped, "failed", t.Failed, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond))
+		"skipped", t.Skipped+t.Held+t.Conflicts+t.Refused, "failed", t.Failed,
+		"duration_seconds", rep.Finished.Sub(rep.Started).Seconds())
 	return rep, nil
 }
 
@@ -168,12 +171,12 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	log := p.log.With("root", root.URI)
 	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
 	defer span.End()
-	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr) }()
+	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr); endRootSpan(span, rr) }()
 
 	store, err := p.w.Open(ctx, root)
 	if err != nil {
 		rr.Err = fmt.Errorf("open root %s: %w", root.URI, err)
-		log.Error("root skipped", "err", rr.Err)
+		log.Error("root skipped", "error", rr.Err)
 		return rr
 	}
 	ns, err := lifecycle.New(store, lifecycle.Options{
@@ -190,11 +193,12 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	plan, err := ns.PlanPurge(ctx, time.Time{}, p.w.Tables...)
 	if err != nil {
 		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
-		log.Error("root skipped", "err", rr.Err)
+		log.Error("root skipped", "error", rr.Err)
 		return rr
 	}
 	now := plan.Now
 	rr.Plan = summarize(plan, now)
+	rr.due, rr.planNow = plan.Due, now
 	p.obs.RootPlanned(p.rep, rr, plan, now)
 
 	for _, s := range plan.Unpurgeable {
@@ -238,7 +242,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.
 		if _, err := ns.SweepStaleLeases(ctx, plan.LeaseOnly); err != nil {
-			log.Warn("sweep stale leases", "err", err)
+			log.Warn("sweep stale leases", "error", err)
 		}
 	}
 	return rr
@@ -314,13 +318,19 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)
+	if p.rep.DryRun && d.Action != outcome.DryRun {
+		// A dry run that stopped (a conflict, a hold) had counted what it
+		// walked; nothing was deleted, and the ledger and metrics must not
+		// say otherwise.
+		d.Objects, d.Bytes = 0, 0
+	}
 	if d.Reason == outcome.ReasonInterrupted {
 		d.Reason = stopReason(ctx, d.Reason)
 	}
 	d.Err = err
+	endTableSpan(span, d)
 	if d.Action == outcome.Failed {
-		span.RecordError(err)
-		log.Error("purge failed", "reason", d.Reason, "err", err)
+		log.Error("purge failed", "reason", d.Reason, "error", err)
 	}
 	return d
 }
@@ -336,6 +346,31 @@ func (p *pass) decide(rr *RootReport, d Decision) {
 	rr.Decisions = append(rr.Decisions, d)
 	p.rep.mu.Unlock()
 	p.obs.Decision(p.rep, d)
+	logDecision(p.log, d)
+}
+
+// logDecision writes the one decision line of a table: at info, except a
+// table not due yet (the common case of every pass), which is at debug.
+// Failed tables are at error (their purge's own line says more).
+func logDecision(log *slog.Logger, d Decision) {
+	level := slog.LevelInfo
+	switch {
+	case d.Action == outcome.Failed:
+		level = slog.LevelError
+	case d.Reason == outcome.ReasonNotDue:
+		level = slog.LevelDebug
+	}
+	attrs := []any{"root", d.Root, "table", d.Table, "action", d.Action, "reason", d.Reason}
+	if d.Detail != "" {
+		attrs = append(attrs, "detail", d.Detail)
+	}
+	if d.Objects > 0 {
+		attrs = append(attrs, "objects", d.Objects, "bytes", d.Bytes)
+	}
+	if !d.Finished.Equal(d.Started) {
+		attrs = append(attrs, "duration_seconds", d.Finished.Sub(d.Started).Seconds())
+	}
+	log.Log(context.Background(), level, "table decision", attrs...)
 }
 
 func newPassID(now time.Time) string {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +14,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
@@ -423,4 +426,112 @@ func TestPassSpans(t *testing.T) {
 			require.Equal(t, rep.PassID, a.Value.AsString())
 		}
 	}
+}
+
+// Every span of a pass is in the pass's trace (before, each lease release
+// was a one-span trace of its own), a failed table's span has status ERROR
+// (before: UNSET with an exception event, which Jaeger and Tempo show as
+// fine), and the pass and root spans carry their result.
+func TestPassSpansTellTheOutcome(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	f.table(0, "old", 1, 1, 7*day)
+	f.table(0, "other", 1, 1, 7*day)
+	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
+	require.NoError(t, err)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	w := f.worker(baseConfig(), 8*day)
+	w.Tracer = tp.Tracer("test")
+	open := w.Open
+	w.Open = func(ctx context.Context, r config.Root) (objstore.Store, error) {
+		s, err := open(ctx, r)
+		return metrics.WrapStoreTracing(s, tp), err
+	}
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, outcome.ResultPartial, rep.Result())
+
+	var pass sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "reaper.pass" {
+			pass = s
+		}
+	}
+	require.NotNil(t, pass)
+	releases := 0
+	for _, s := range rec.Ended() {
+		require.Equal(t, pass.SpanContext().TraceID(), s.SpanContext().TraceID(), "span %s is outside the pass's trace", s.Name())
+		attrs := map[string]string{}
+		for _, a := range s.Attributes() {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		switch s.Name() {
+		case "reaper.pass":
+			require.Equal(t, "partial", attrs["reaper.result"])
+			require.Equal(t, codes.Error, s.Status().Code)
+		case "reaper.root":
+			require.Equal(t, "partial", attrs["reaper.result"])
+			require.Equal(t, codes.Error, s.Status().Code)
+		case "reaper.purge_table":
+			require.Equal(t, "purged", attrs["reaper.action"], attrs["reaper.table"])
+			require.Equal(t, codes.Unset, s.Status().Code)
+		}
+		if strings.Contains(s.Name(), "delete_if_match") {
+			releases++
+		}
+	}
+	require.Positive(t, releases, "lease releases are traced")
+}
+
+// A failed table's span has status ERROR, not UNSET with an exception.
+func TestFailedTableSpanIsAnError(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	_, span := tp.Tracer("test").Start(context.Background(), "reaper.purge_table")
+	endTableSpan(span, Decision{Action: outcome.Failed, Reason: outcome.ReasonIO, Detail: "boom", Err: errors.New("boom")})
+	span.End()
+	s := rec.Ended()[0]
+	require.Equal(t, codes.Error, s.Status().Code)
+	require.Equal(t, "io: boom", s.Status().Description)
+}
+
+// Every decision is logged: one "table decision" line per table, at info
+// (error when failed, debug when not due), with its table, action and
+// reason. Before, not-due, held, paused, refused and invalid-marker
+// decisions produced no line at any level, and the pass line's skip count
+// disagreed with the report's.
+func TestEveryDecisionIsLogged(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	f.table(0, "old", 1, 1, 7*day)
+	f.table(0, "fresh", 1, 1, 30*day)
+	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
+	require.NoError(t, err)
+	var buf strings.Builder
+	w := f.worker(baseConfig(), 8*day)
+	w.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+
+	type line struct {
+		Level, Msg, Table, Action, Reason, Error string
+		Skipped                                  *int
+	}
+	levels := map[string]string{}
+	var finished line
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var x line
+		require.NoError(t, json.Unmarshal([]byte(l), &x), l)
+		require.NotContains(t, l, `"err":`, "one key for errors: error")
+		switch x.Msg {
+		case "table decision":
+			levels[x.Table] = x.Level + " " + x.Action + "/" + x.Reason
+		case "pass finished":
+			finished = x
+		}
+	}
+	require.Equal(t, map[string]string{
+		"old": "INFO purged/due", "fresh": "DEBUG skipped/not_due", "bad": "ERROR failed/invalid_marker",
+	}, levels)
+	require.NotNil(t, finished.Skipped)
+	require.Equal(t, rep.Totals().Skipped, *finished.Skipped)
 }

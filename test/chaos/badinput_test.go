@@ -109,8 +109,8 @@ func badCases() []badCase {
 			waitNextSecond(t, b, lifecycle.MarkerKey(v.name))
 			b.putAll(t, map[string][]byte{lifecycle.TableDir(v.name) + "_versions/9.manifest": []byte("revived")})
 		}, code: 0, out: "conflict: "},
-		{name: "root paused", setup: withObject(worker.PauseKey, ""), code: 0, out: "paused by _reaper/PAUSE"},
-		{name: "blast radius", args: purgeRoot("--set", "safety.blast_radius_max_tables=0", "--set", "safety.blast_radius_max_percent=10", "--set", "safety.blast_radius_min_tables=1"), code: 0, out: "refused: blast radius"},
+		{name: "root paused", setup: withObject(worker.PauseKey, ""), code: 3, out: "paused by _reaper/PAUSE"},
+		{name: "blast radius", args: purgeRoot("--set", "safety.blast_radius_max_tables=0", "--set", "safety.blast_radius_max_percent=10", "--set", "safety.blast_radius_min_tables=1"), code: 3, out: "refused: blast radius"},
 		{name: "dry run", args: purgeRoot("--dry-run"), code: 0, out: `"dry_run": true`},
 		{name: "retention disabled", args: purgeRoot("--set", "safety.retention_enabled=false"), code: 0, out: `"dry_run": true`},
 		{name: "revive of a partly purged table", setup: func(t *testing.T, b *backend, v *table) {

@@ -19,6 +19,10 @@ import (
 const (
 	lancedbVersion = "0.39.0"
 	arrowVersion   = "18.1.0"
+	// hyparquet reads the audit ledger as a reader independent of reaper's
+	// writer (ledger_test.go); the compressors bring zstd.
+	hyparquetVersion            = "1.31.5"
+	hyparquetCompressorsVersion = "1.1.2"
 )
 
 // EnvReaperBin names a prebuilt reaper binary (make interop passes
@@ -84,7 +88,8 @@ func nodeProblem() string {
 			return
 		}
 		nodePath = p
-		for pkg, want := range map[string]string{"@lancedb/lancedb": lancedbVersion, "apache-arrow": arrowVersion} {
+		for pkg, want := range map[string]string{"@lancedb/lancedb": lancedbVersion, "apache-arrow": arrowVersion,
+			"hyparquet": hyparquetVersion, "hyparquet-compressors": hyparquetCompressorsVersion} {
 			got, err := installedVersion(pkg)
 			if err != nil {
 				nodeMissing = fmt.Sprintf("npm package %s is not installed in test/interop/node_modules: %v", pkg, err)

@@ -132,9 +132,17 @@ func newClient(ctx context.Context, o Options, httpClient *http.Client, log *slo
 	}), regionFrom, nil
 }
 
-// sdkLogger sends the SDK's log lines to slog at debug level.
+// sdkLogger sends the SDK's own log lines (IMDS fallbacks, "Response has
+// no supported checksum") to slog at debug level, as structured lines of
+// the process's log stream: reaper reports what a user must act on itself,
+// in one line naming the root (misconfig.go), so an SDK warning on stderr
+// before it would only confuse. A nil log means slog.Default().
 type sdkLogger struct{ log *slog.Logger }
 
 func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	l.log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "classification", string(c))
+	log := l.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "component", "aws-sdk", "classification", string(c))
 }

@@ -101,7 +101,7 @@ func retryOptions(uri string, b objstore.Backend, o Options) retry.Options {
 		Pacer:       o.Pacer,
 		Unpaced:     o.Unpaced,
 		OnRetry: func(op string, attempt int, err error, wait time.Duration) {
-			log.Warn("store request retried", "root", uri, "op", op, "attempt", attempt, "wait", wait.String(), "err", err)
+			log.Warn("store request retried", "root", uri, "op", op, "attempt", attempt, "wait", wait.String(), "error", err)
 		},
 	}
 }

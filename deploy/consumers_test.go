@@ -1,0 +1,130 @@
+package deploy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pushgatewayBin is Debian's Pushgateway, unpacked into .tools/bin by
+// scripts/install-promtools.sh (make tools); REAPER_PUSHGATEWAY overrides it.
+func pushgatewayBin(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("REAPER_PUSHGATEWAY")
+	if p == "" {
+		p = filepath.Join(repoDir(t), ".tools", "bin", "pushgateway")
+	}
+	_, err := os.Stat(p)
+	require.NoError(t, err, "the Pushgateway is missing: run `make tools` (scripts/install-promtools.sh)")
+	return p
+}
+
+// realPushgateway starts a Pushgateway on a loopback port; its log is
+// returned by the func.
+func realPushgateway(t *testing.T) (url string, logs func() string) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, pushgatewayBin(t), "--web.listen-address="+addr)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cancel(); <-exited })
+	url = "http://" + addr
+	waitHTTP(t, url+"/-/ready", 10*time.Second, exited)
+	return url, out.String
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", url, b)
+	return string(b)
+}
+
+// checkMetrics runs `promtool check metrics` on an exposition.
+func checkMetrics(t *testing.T, what, exposition string) {
+	t.Helper()
+	cmd := exec.Command(promtool(t), "check", "metrics")
+	cmd.Stdin = strings.NewReader(exposition)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool check metrics on %s:\n%s", what, out)
+}
+
+// TestExportsPassRealConsumers: a one-shot pass pushes to a real
+// Pushgateway and writes a textfile, and a daemon serves /metrics; promtool
+// finds nothing wrong in any of them, the Pushgateway logs no complaint
+// about the push (it did ~850 times a minute while pushes carried go_* and
+// process_* families), and the pushed group carries the origin's namespace.
+func TestExportsPassRealConsumers(t *testing.T) {
+	pg, pgLogs := realPushgateway(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db")
+	writeTable(t, db, "live", time.Now().Add(-time.Hour))
+	writeDueTable(t, db, "dropped")
+	waitDue(t, db, nil, "dropped")
+	prom := filepath.Join(dir, "reaper.prom")
+
+	r := runReaper(t, []string{"POD_NAMESPACE=lance"}, "purge", "--root", db, "--allow-short-ttl",
+		"--pushgateway", pg, "--textfile", prom, "--shard", "0/1")
+	require.Equal(t, 0, r.code, "purge: %s", r)
+
+	text, err := os.ReadFile(prom)
+	require.NoError(t, err)
+	checkMetrics(t, "the textfile", string(text))
+	require.NotContains(t, string(text), "go_goroutines")
+	require.Contains(t, string(text), "reaper_build_info{")
+
+	scraped := httpGet(t, pg+"/metrics")
+	checkMetrics(t, "the Pushgateway's /metrics", scraped)
+	for _, want := range []string{
+		`reaper_tables_purged_total{instance="",job="reaper",namespace="lance"} 1`,
+		`push_time_seconds{instance="",job="reaper",namespace="lance"}`,
+		`push_failure_time_seconds{instance="",job="reaper",namespace="lance"} 0`,
+	} {
+		require.True(t, strings.Contains(scraped, want), "the Pushgateway has no %s", want)
+	}
+	require.False(t, strings.Contains(scraped, `go_goroutines{instance="",job="reaper"`), "go_* families were pushed")
+	logs := pgLogs()
+	require.NotContains(t, logs, "This is bad")
+	require.NotContains(t, logs, "level=error")
+
+	// The daemon's scrape, as Prometheus reads it.
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, reaperBin(t), "run", "--root", db, "--set", "listen="+addr)
+	cmd.Env = baseEnv(t)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }()
+	waitHTTP(t, "http://"+addr+"/metrics", 10*time.Second, exited)
+	deadline := time.Now().Add(15 * time.Second)
+	var body string
+	for time.Now().Before(deadline) {
+		body = httpGet(t, "http://"+addr+"/metrics")
+		if strings.Contains(body, `reaper_passes_total{result="success"} 1`) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Contains(t, body, `reaper_passes_total{result="success"} 1`, "daemon logs:\n%s", stderr.String())
+	checkMetrics(t, "the daemon's /metrics", body)
+}

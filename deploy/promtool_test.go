@@ -1,0 +1,187 @@
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// promtool is Debian's promtool, unpacked into .tools/bin by
+// scripts/install-promtools.sh (make tools); REAPER_PROMTOOL overrides it.
+func promtool(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("REAPER_PROMTOOL")
+	if p == "" {
+		p = filepath.Join(repoDir(t), ".tools", "bin", "promtool")
+	}
+	_, err := os.Stat(p)
+	require.NoError(t, err, "promtool is missing: run `make tools` (scripts/install-promtools.sh)")
+	return p
+}
+
+// runPromtool runs promtool in dir and fails the test on a non-zero exit.
+func runPromtool(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(promtool(t), args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool %v:\n%s", args, out)
+	return string(out)
+}
+
+// writeRuleFile writes the PrometheusRule's groups as a plain rule file.
+func writeRuleFile(t *testing.T, dir string) {
+	t.Helper()
+	data, err := yaml.Marshal(struct {
+		Groups []monitoringv1.RuleGroup `json:"groups"`
+	}{loadRules(t).Spec.Groups})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), data, 0o644))
+}
+
+// TestPromtoolChecksRules: `promtool check rules` accepts the rules.
+func TestPromtoolChecksRules(t *testing.T) {
+	dir := t.TempDir()
+	writeRuleFile(t, dir)
+	runPromtool(t, dir, "check", "rules", "rules.yml")
+}
+
+// ruleTests are promtool unit tests of the alerts a real Prometheus would
+// get wrong with job-wide aggregation or increase() of a new series: each
+// case failed with the rules before per-instance/per-shard grouping and
+// the first-appearance and pushed-group terms.
+const ruleTests = `
+rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  # Daemon: two replicas, one stops succeeding. max by (namespace, job)
+  # hid it behind the healthy one.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper",instance="10.0.0.7:9090"}'
+        values: '0+60x120'
+      # Its last success is always two hours old, so the alert's text is
+      # the same whichever minute's recording the alert group reads.
+      - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper",instance="10.0.0.8:9090"}'
+        values: '-7200+60x120'
+    alert_rule_test:
+      - eval_time: 2h
+        alertname: ReaperNoRecentSuccess
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: lance, job: reaper, instance: "10.0.0.8:9090"}
+            exp_annotations:
+              summary: 'reaper has not finished a successful pass for 2h 0m 0s'
+              description: >-
+                No fully successful purge pass of reaper 10.0.0.8:9090 in lance for 2h 0m 0s, twice its schedule.
+                Passes are failing, partial (a table or root failed), interrupted or not running:
+                check the pod's logs ("pass finished" lines carry the result) and reaper_passes_total by result.
+  # Pushgateway: shard 1 of a sharded CronJob never succeeds; shard 0 does.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper-lance",instance="",shard="0"}'
+        values: '0+60x120'
+      - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper-lance",instance="",shard="1"}'
+        values: '-7200+60x120'
+    alert_rule_test:
+      - eval_time: 2h
+        alertname: ReaperNoRecentSuccess
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: lance, job: reaper-lance, shard: "1"}
+            exp_annotations:
+              summary: 'reaper has not finished a successful pass for 2h 0m 0s'
+              description: >-
+                No fully successful purge pass of reaper-lance shard 1 in lance for 2h 0m 0s, twice its schedule.
+                Passes are failing, partial (a table or root failed), interrupted or not running:
+                check the pod's logs ("pass finished" lines carry the result) and reaper_passes_total by result.
+  # Daemon: a per-root refusal series first appears at 1 (the root's first
+  # pass was refused); increase() of it is 0.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_roots_refused_total{namespace="lance",job="reaper",instance="10.0.0.7:9090",root="s3://b/db",reason="blast_radius"}'
+        values: '_x30 1x60'
+    alert_rule_test:
+      - eval_time: 50m
+        alertname: ReaperRootRefused
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: lance, job: reaper, instance: "10.0.0.7:9090", root: "s3://b/db", reason: blast_radius}
+            exp_annotations:
+              summary: 'reaper refuses root s3://b/db: blast_radius'
+              description: >-
+                Passes over s3://b/db in lance were refused before deleting anything (reason blast_radius).
+                blast_radius: more tables are due than safety.blast_radius_* allow; check them, then run
+                one pass with REAPER_SAFETY_CONFIRM_BLAST_RADIUS=true. error: the root could not be read.
+  # Daemon: still refused hours later (the counter keeps rising).
+  - interval: 1m
+    input_series:
+      - series: 'reaper_roots_refused_total{namespace="lance",job="reaper",instance="10.0.0.7:9090",root="s3://b/db",reason="error"}'
+        values: '0+0.1x300'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperRootRefused
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: lance, job: reaper, instance: "10.0.0.7:9090", root: "s3://b/db", reason: error}
+            exp_annotations:
+              summary: 'reaper refuses root s3://b/db: error'
+              description: >-
+                Passes over s3://b/db in lance were refused before deleting anything (reason error).
+                blast_radius: more tables are due than safety.blast_radius_* allow; check them, then run
+                one pass with REAPER_SAFETY_CONFIRM_BLAST_RADIUS=true. error: the root could not be read.
+  # Pushgateway: every run is refused and pushes 1 (each run's counters
+  # start at zero), for hours: increase() is 0, the pushed value is not.
+  - interval: 1m
+    input_series:
+      - series: 'push_time_seconds{namespace="lance",job="reaper-lance",instance=""}'
+        values: '0+60x300'
+      - series: 'reaper_roots_refused_total{namespace="lance",job="reaper-lance",instance="",root="s3://b/db",reason="blast_radius"}'
+        values: '1x300'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperRootRefused
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: lance, job: reaper-lance, root: "s3://b/db", reason: blast_radius}
+            exp_annotations:
+              summary: 'reaper refuses root s3://b/db: blast_radius'
+              description: >-
+                Passes over s3://b/db in lance were refused before deleting anything (reason blast_radius).
+                blast_radius: more tables are due than safety.blast_radius_* allow; check them, then run
+                one pass with REAPER_SAFETY_CONFIRM_BLAST_RADIUS=true. error: the root could not be read.
+  # Pushgateway: the next run is not refused: the alert clears with it.
+  - interval: 1m
+    input_series:
+      - series: 'push_time_seconds{namespace="lance",job="reaper-lance",instance=""}'
+        values: '0+60x300'
+      - series: 'reaper_roots_refused_total{namespace="lance",job="reaper-lance",instance="",root="",reason="blast_radius"}'
+        values: '1x200 0x100'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperRootRefused
+        exp_alerts: []
+  # Healthy: nothing refused, every replica succeeding.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_last_success_timestamp_seconds{namespace="lance",job="reaper",instance="10.0.0.7:9090"}'
+        values: '0+60x300'
+      - series: 'reaper_roots_refused_total{namespace="lance",job="reaper",instance="10.0.0.7:9090",root="",reason="blast_radius"}'
+        values: '0x300'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperRootRefused
+        exp_alerts: []
+      - eval_time: 5h
+        alertname: ReaperNoRecentSuccess
+        exp_alerts: []
+`
+
+// TestPromtoolTestsRules: the alerts fire (and stay quiet) as a real
+// Prometheus evaluates them, through `promtool test rules`.
+func TestPromtoolTestsRules(t *testing.T) {
+	dir := t.TempDir()
+	writeRuleFile(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tests.yml"), []byte(ruleTests), 0o644))
+	runPromtool(t, dir, "test", "rules", "tests.yml")
+}

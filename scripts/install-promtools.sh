@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs promtool (Debian package `prometheus`) and the Pushgateway
+# (Debian package `prometheus-pushgateway`) into .tools/bin by unpacking the
+# packages, not installing them: no service is started and nothing outside
+# .tools changes. deploy/ checks rules, metrics and pushes against them
+# (deploy/promtool_test.go). Idempotent: prints nothing when both are there.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/.tools/bin"
+if [[ -x "$bin/promtool" && -x "$bin/pushgateway" ]]; then
+	exit 0
+fi
+mkdir -p "$bin"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+SUDO=
+if [[ "$(id -u)" -ne 0 ]]; then
+	SUDO=sudo
+fi
+echo "install-promtools: unpacking Debian's prometheus and prometheus-pushgateway into $bin"
+$SUDO apt-get update -qq
+(cd "$work" && apt-get download -qq prometheus prometheus-pushgateway)
+for deb in "$work"/*.deb; do
+	dpkg-deb -x "$deb" "$work/x"
+done
+install -m 0755 "$work/x/usr/bin/promtool" "$bin/promtool"
+install -m 0755 "$work/x/usr/bin/prometheus-pushgateway" "$bin/pushgateway"
+"$bin/promtool" --version >/dev/null
+"$bin/pushgateway" --version >/dev/null 2>&1
