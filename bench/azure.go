@@ -187,7 +187,7 @@ func azurePurge(ctx context.Context, c config, t tools, az *azurite, n int, rep 
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		left := 0
-		prefix := "db/"+lifecycle.TableDir("t0")
+		prefix := "db/" + lifecycle.TableDir("t0")
 		for p := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix}); p.More(); {
 			page, err := p.NextPage(ctx)
 			if err != nil {
