@@ -98,7 +98,7 @@ const (
 //     write the purge commit: from here the table can only be finished;
 //  5. delete the manifests first, then everything else, in batches of
 //     1,000, the guard before each batch and the lease's fence before each
-//     request;
+//     request; each phase made durable before the next step;
 //  6. verify: an old object the store kept is deleted alone and named in
 //     the error if it survives; a new one is a writer: conflict;
 //  7. remove the table's empty directories (local disks);
@@ -269,16 +269,26 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	if opts.Walked != nil {
 		opts.Walked(int64(manifests.n+rest.n), manifests.size+rest.size)
 	}
-	d := newBatchDeleter(ctx, ns.store, g, name, opts)
-	err = manifests.each(objstore.MaxBatchDelete, d.submit)
-	if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {
-		err = werr // the manifests finish before anything else goes
-	}
-	if err == nil {
-		err = rest.each(objstore.MaxBatchDelete, d.submit)
+	// A local disk makes each phase's removals durable once per touched
+	// directory at the phase's end (objstore.SyncBatch), not per batch: the
+	// manifests are durably gone before the rest starts, and the rest
+	// before the verify and the marker.
+	durable := objstore.NewSyncBatch()
+	defer func() { _ = durable.Flush() }() // after a failure: best effort
+	d := newBatchDeleter(objstore.WithSyncBatch(ctx, durable), ns.store, g, name, opts)
+	phase := func(keys *spill) error {
+		err := keys.each(objstore.MaxBatchDelete, d.submit)
 		if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {
-			err = werr
+			err = werr // a phase finishes before anything else goes
 		}
+		if ferr := durable.Flush(); ferr != nil && (err == nil || errors.Is(err, errBudget)) {
+			err = fmt.Errorf("purge %q: %w", name, ferr)
+		}
+		return err
+	}
+	err = phase(manifests)
+	if err == nil {
+		err = phase(rest)
 	}
 	res.Objects, res.Bytes = d.totals()
 	if errors.Is(err, errBudget) {

@@ -41,7 +41,7 @@ func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) erro
 
 // DeleteBatch checks the whole batch, then deletes directory by directory:
 // one resolve, one lock, one prune and one fsync per directory rather than
-// per key. Once the fence refuses, nothing more is unlinked: that key and
+// per key (or none, deferred to the context's objstore.SyncBatch). Once the fence refuses, nothing more is unlinked: that key and
 // every later one fail with an error wrapping objstore.ErrFenced.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	if err := ctx.Err(); err != nil {
@@ -104,7 +104,11 @@ func (s *Store) removeInDir(d *deletion, dirKey string, keys []string, check fun
 	if err := d.ctx.Err(); err != nil {
 		return d.failAll(keys, err)
 	}
-	c, err := s.lockDir(d.ctx, dirKey)
+	how := unix.LOCK_SH
+	if check != nil {
+		how = unix.LOCK_EX
+	}
+	c, err := s.lockDir(d.ctx, dirKey, how)
 	if isNoDir(err) && check == nil {
 		return nil // no directory, so no keys
 	}
@@ -122,11 +126,45 @@ func (s *Store) removeInDir(d *deletion, dirKey string, keys []string, check fun
 		return failed
 	}
 	survivor := pruneUp(d, c)
-	if err := ignoringEINTR(func() error { return unix.Fsync(survivor) }); err != nil {
-		failed = append(failed, objstore.KeyError{Key: keys[0], Err: fmt.Errorf("%s %s: sync directory: %w", d.action, keys[0], err)})
+	if err := syncDir(d, survivor, keys[0]); err != nil {
+		failed = append(failed, objstore.KeyError{Key: keys[0], Err: err})
 	}
 	return failed
 }
+
+// syncDir makes the removals in the directory fd durable: now, or once per
+// directory at the caller's flush when the context carries a
+// objstore.SyncBatch (a purge flushes once per phase, not once per batch
+// of 1,000 keys). key names the work in an error.
+func syncDir(d *deletion, fd int, key string) error {
+	sync := func(fd int) error {
+		if err := ignoringEINTR(func() error { return unix.Fsync(fd) }); err != nil {
+			return fmt.Errorf("%s %s: sync directory: %w", d.action, key, err)
+		}
+		return nil
+	}
+	b := objstore.SyncBatchFrom(d.ctx)
+	if b == nil {
+		return sync(fd)
+	}
+	st, err := fstat(fd)
+	if err != nil {
+		return sync(fd)
+	}
+	// The chain's descriptors close when this call returns: the batch
+	// keeps its own, one per directory.
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return sync(fd)
+	}
+	if !b.Defer(dirID{st.Dev, st.Ino}, func() error { defer unix.Close(dup); return sync(dup) }) {
+		_ = unix.Close(dup)
+	}
+	return nil
+}
+
+// dirID identifies a directory for a SyncBatch.
+type dirID struct{ dev, ino uint64 }
 
 // unlinkAll unlinks each key in the locked directory c, asking the fence
 // before each; check, if any, runs between the fence and the unlink (a

@@ -8,10 +8,13 @@ import (
 )
 
 // Every mutation of an existing key (Put's rename, PutIfMatch, the deletes)
-// holds an exclusive flock on the key's parent directory, taken on the
-// descriptor the no-follow resolution opened, so a compare-and-swap sees no
-// other writer between its compare and its swap, in this process or any
-// other.
+// holds a flock on the key's parent directory, taken on the descriptor the
+// no-follow resolution opened, so a compare-and-swap sees no other writer
+// between its compare and its swap, in this process or any other. Writes
+// and conditional deletes hold it exclusively; unconditional deletes share
+// it with each other (they compare nothing, and unlinking distinct names
+// needs no order), so a purge's concurrent batches in one directory do not
+// queue behind each other, while still excluding every compare-and-swap.
 
 // maxDirRetries bounds how often an operation re-resolves a directory that
 // a concurrent delete pruned (and perhaps recreated) under it.
@@ -20,7 +23,7 @@ const maxDirRetries = 100
 // lockDir resolves dirKey and locks it, re-resolving while the directory
 // it locked is no longer the one at its name: a lock on a pruned directory
 // protects nothing. A directory that does not exist is a noDirError.
-func (s *Store) lockDir(ctx context.Context, dirKey string) (*dirChain, error) {
+func (s *Store) lockDir(ctx context.Context, dirKey string, how int) (*dirChain, error) {
 	for range maxDirRetries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -29,7 +32,7 @@ func (s *Store) lockDir(ctx context.Context, dirKey string) (*dirChain, error) {
 		if err != nil {
 			return nil, err
 		}
-		same, err := lockChain(c)
+		same, err := lockChainAs(c, how)
 		if err != nil {
 			c.close()
 			return nil, err
@@ -42,10 +45,13 @@ func (s *Store) lockDir(ctx context.Context, dirKey string) (*dirChain, error) {
 	return nil, fmt.Errorf("lock directory %s: it kept being replaced", dirKey)
 }
 
-// lockChain flocks the chain's directory, then reports whether it is still
-// the directory at its name in its parent (the root always is).
-func lockChain(c *dirChain) (same bool, err error) {
-	if err := ignoringEINTR(func() error { return unix.Flock(c.fd(), unix.LOCK_EX) }); err != nil {
+// lockChain flocks the chain's directory exclusively, then reports whether
+// it is still the directory at its name in its parent (the root always is).
+func lockChain(c *dirChain) (same bool, err error) { return lockChainAs(c, unix.LOCK_EX) }
+
+// lockChainAs is lockChain with the flock mode how (LOCK_EX or LOCK_SH).
+func lockChainAs(c *dirChain, how int) (same bool, err error) {
+	if err := ignoringEINTR(func() error { return unix.Flock(c.fd(), how) }); err != nil {
 		return false, fmt.Errorf("lock directory %s: %w", c.dirKey, err)
 	}
 	if len(c.segs) == 0 {
