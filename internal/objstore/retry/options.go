@@ -9,6 +9,12 @@ import (
 // Defaults for the zero values of Options.
 const (
 	DefaultMaxElapsed     = 2 * time.Minute
+	// DefaultMisconfiguredMaxElapsed bounds the retries of a transient
+	// failure the backend also calls a misconfiguration (an endpoint that
+	// refuses connections or does not resolve): long enough to ride out a
+	// server's restart, short enough that a first run against a wrong
+	// endpoint says so in seconds, not after two minutes.
+	DefaultMisconfiguredMaxElapsed = 10 * time.Second
 	DefaultInitialBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff     = 10 * time.Second
 )
@@ -19,6 +25,9 @@ type Options struct {
 	// MaxElapsed caps how long one operation keeps retrying, counted from
 	// its first failure; default 2m. The last wait is shortened to fit.
 	MaxElapsed time.Duration
+	// MisconfiguredMaxElapsed replaces MaxElapsed (when shorter) while the
+	// failure is also objstore.ErrMisconfigured; default 10s.
+	MisconfiguredMaxElapsed time.Duration
 	// InitialBackoff is the cap of the first wait; default 100ms. The cap
 	// doubles per failed attempt up to MaxBackoff, and each wait is drawn
 	// uniformly from [0, cap) ("full jitter").
@@ -67,6 +76,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxElapsed <= 0 {
 		o.MaxElapsed = DefaultMaxElapsed
+	}
+	if o.MisconfiguredMaxElapsed <= 0 {
+		o.MisconfiguredMaxElapsed = DefaultMisconfiguredMaxElapsed
 	}
 	if o.InitialBackoff <= 0 {
 		o.InitialBackoff = DefaultInitialBackoff

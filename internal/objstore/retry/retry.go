@@ -75,7 +75,7 @@ func (s *Store) transient(err error) bool {
 }
 
 // do runs fn until it succeeds, fails permanently, the context ends or
-// MaxElapsed is spent. It returns the number of attempts made, so callers
+// MaxElapsed (MisconfiguredMaxElapsed for a misconfiguration) is spent. It returns the number of attempts made, so callers
 // know whether an earlier attempt failed transiently (attempts > 1).
 //
 // The budget runs from the first failure, not from the call: the pacer's
@@ -108,7 +108,11 @@ func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context)
 		if failingSince.IsZero() {
 			failingSince = s.opts.Now()
 		}
-		remaining := s.opts.MaxElapsed - s.opts.Now().Sub(failingSince)
+		budget := s.opts.MaxElapsed
+		if errors.Is(err, objstore.ErrMisconfigured) {
+			budget = min(budget, s.opts.MisconfiguredMaxElapsed)
+		}
+		remaining := budget - s.opts.Now().Sub(failingSince)
 		if remaining <= 0 {
 			return attempt, fmt.Errorf("%s %q: gave up after %d attempts: %w", op, key, attempt, err)
 		}

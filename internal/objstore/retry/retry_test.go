@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -224,4 +225,37 @@ func TestDeleteOps(t *testing.T) {
 	require.Equal(t, 2, f.count("delete"))
 	_, err = m.Head(t.Context(), "a")
 	require.ErrorIs(t, err, objstore.ErrNotFound)
+}
+
+// A transient failure that is also a misconfiguration (an endpoint that
+// refuses connections) is retried for MisconfiguredMaxElapsed, not the
+// whole MaxElapsed: a first run against a wrong endpoint hears about it in
+// seconds. Other transient failures keep the long budget.
+func TestMisconfiguredGivesUpSooner(t *testing.T) {
+	refused := &objstore.MisconfiguredError{Problem: "cannot reach the endpoint http://127.0.0.1:1: connection refused", Fix: "check aws_endpoint", Err: errTransient}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"misconfigured", refused, 10 * time.Second},
+		{"plain transient", errTransient, 0}, // 0: the whole MaxElapsed
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeTime()
+			f := newFlaky(objstore.NewMemory(), 1_000_000)
+			f.err = tc.err
+			opts := testOptions(clk)
+			require.Greater(t, opts.MaxElapsed, 10*time.Second)
+			want := cmp.Or(tc.want, opts.MaxElapsed)
+			s := Wrap(f, opts)
+			_, err := s.Head(t.Context(), "k")
+			require.ErrorIs(t, err, tc.err)
+			var total time.Duration
+			for _, w := range clk.Waits() {
+				total += w
+			}
+			require.Equal(t, want, total, "time spent retrying: got/want")
+		})
+	}
 }
