@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 
@@ -31,7 +30,7 @@ func lastLine(s string) string {
 // test server.
 func TestS3ConfigurationErrors(t *testing.T) {
 	srv := objstoretest.S3(t)
-	closed := closedPort(t)
+	closed := objstoretest.ClosedAddr(t)
 	opts := func(kv map[string]string) []string {
 		o := srv.Options()
 		for k, v := range kv {
@@ -99,11 +98,3 @@ func TestS3NoCredentials(t *testing.T) {
 	require.Contains(t, stderr, `region=us-east-1 region_from="default (set aws_region or AWS_REGION)" endpoint="the AWS default for the region"`)
 }
 
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}

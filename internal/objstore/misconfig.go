@@ -1,6 +1,11 @@
 package objstore
 
-import "errors"
+import (
+	"errors"
+	"net"
+	"net/url"
+	"syscall"
+)
 
 // ErrMisconfigured marks a store error that only the operator can fix, in
 // the root's storage options or the environment: no or rejected
@@ -26,3 +31,37 @@ func (e *MisconfiguredError) Error() string { return e.Problem + "; " + e.Fix }
 
 // Unwrap reports ErrMisconfigured and the backend's error.
 func (e *MisconfiguredError) Unwrap() []error { return []error{ErrMisconfigured, e.Err} }
+
+// Unreachable reports a request that never reached the server: the host
+// does not resolve, or nothing listens on the port. host is the endpoint
+// as scheme://host[:port] when the error names it; why is "" for any other
+// error. Every HTTP backend maps it to a MisconfiguredError naming its own
+// endpoint setting.
+func Unreachable(err error) (host, why string) {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		why = "no such host"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	default:
+		return "", ""
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return u.Scheme + "://" + u.Host, why
+		}
+	}
+	return "(unknown)", why
+}
+
+// UnreachableError is err as a MisconfiguredError when it is Unreachable
+// (fix names the backend's endpoint setting), else nil.
+func UnreachableError(err error, fix string) *MisconfiguredError {
+	host, why := Unreachable(err)
+	if why == "" {
+		return nil
+	}
+	return &MisconfiguredError{Problem: "cannot reach the endpoint " + host + ": " + why, Fix: fix, Err: err}
+}

@@ -31,12 +31,18 @@ func (e *apiError) Unwrap() error { return e.err }
 
 // mapError shortens an Azure answer and adds the objstore sentinel it
 // stands for.
+// fixEndpoint says where an Azure root's endpoint comes from.
+const fixEndpoint = "check the storage option azure_storage_endpoint (or azure_storage_use_emulator and the account name), and that the server is up"
+
 func mapError(err error) error {
 	if err == nil {
 		return nil
 	}
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
+		if me := objstore.UnreachableError(err, fixEndpoint); me != nil {
+			return me
+		}
 		return err
 	}
 	ae := &apiError{Status: re.StatusCode, Code: re.ErrorCode, err: re}

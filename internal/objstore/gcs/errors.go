@@ -13,6 +13,9 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
+// fixEndpoint says where a GCS root's endpoint comes from.
+const fixEndpoint = "check the network path to storage.googleapis.com, or gcs_base_url in the google_service_account_key JSON for an emulator, and that the server is up"
+
 // mapError adds the objstore sentinel a failure stands for, keeping the
 // client's error in the chain for IsTransient and for the message.
 func mapError(err error) error {
@@ -22,6 +25,8 @@ func mapError(err error) error {
 	case errors.Is(err, storage.ErrBucketNotExist):
 		// A missing bucket is a misconfiguration, never a missing key.
 		return err
+	case objstore.UnreachableError(err, fixEndpoint) != nil:
+		return objstore.UnreachableError(err, fixEndpoint)
 	case errors.Is(err, storage.ErrObjectNotExist) || httpStatus(err) == 404:
 		return fmt.Errorf("%w: %w", objstore.ErrNotFound, err)
 	case httpStatus(err) == 412:

@@ -8,15 +8,15 @@ import (
 
 // Defaults for the zero values of Options.
 const (
-	DefaultMaxElapsed     = 2 * time.Minute
+	DefaultMaxElapsed = 2 * time.Minute
 	// DefaultMisconfiguredMaxElapsed bounds the retries of a transient
 	// failure the backend also calls a misconfiguration (an endpoint that
 	// refuses connections or does not resolve): long enough to ride out a
 	// server's restart, short enough that a first run against a wrong
 	// endpoint says so in seconds, not after two minutes.
 	DefaultMisconfiguredMaxElapsed = 10 * time.Second
-	DefaultInitialBackoff = 100 * time.Millisecond
-	DefaultMaxBackoff     = 10 * time.Second
+	DefaultInitialBackoff          = 100 * time.Millisecond
+	DefaultMaxBackoff              = 10 * time.Second
 )
 
 // Options tune the retry wrapper. Zero durations mean their defaults; tests

@@ -1,12 +1,8 @@
 package s3
 
 import (
-	"errors"
-	"net"
-	"net/url"
 	"regexp"
 	"strings"
-	"syscall"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -52,8 +48,8 @@ func misconfigured(err error) *objstore.MisconfiguredError {
 	case noCredentials(err):
 		return me("no AWS credentials found (environment, shared config and profile, web identity, container or instance role)", fixCredentials)
 	}
-	if host, why := unreachable(err); why != "" {
-		return me("cannot reach the endpoint "+host+": "+why, fixEndpoint)
+	if me := objstore.UnreachableError(err, fixEndpoint); me != nil {
+		return me
 	}
 	return nil
 }
@@ -65,27 +61,6 @@ func noCredentials(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "get identity: ") || strings.Contains(msg, "failed to refresh cached credentials") ||
 		strings.Contains(msg, "static credentials are empty")
-}
-
-// unreachable reports a request that never reached the server: the host
-// does not resolve, or nothing listens on the port.
-func unreachable(err error) (host, why string) {
-	var dns *net.DNSError
-	switch {
-	case errors.As(err, &dns) && dns.IsNotFound:
-		why = "no such host"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		why = "connection refused"
-	default:
-		return "", ""
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			return u.Scheme + "://" + u.Host, why
-		}
-	}
-	return "(unknown)", why
 }
 
 // regionOf finds the bucket's region in the answer: the x-amz-bucket-region
