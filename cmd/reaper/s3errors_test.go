@@ -97,4 +97,3 @@ func TestS3NoCredentials(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, `region=us-east-1 region_from="default (set aws_region or AWS_REGION)" endpoint="the AWS default for the region"`)
 }
-
