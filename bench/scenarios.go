@@ -152,14 +152,7 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 			if err := exec.CommandContext(ctx, "cp", "-a", tpl, filepath.Join(dir, "db", lifecycle.TableDir("t0"))).Run(); err != nil {
 				return fmt.Errorf("copy template: %w", err)
 			}
-			// The marker as a file too, dated with the drop: due-ness also
-			// counts the TTL from the marker's LastModified, so a marker PUT
-			// now would not be due for its TTL.
-			marker := filepath.Join(dir, "db", lifecycle.MarkerKey("t0"))
-			if err := os.WriteFile(marker, markerBody(now), 0o644); err != nil {
-				return err
-			}
-			if err := os.Chtimes(marker, now.Add(-2*time.Hour), now.Add(-2*time.Hour)); err != nil {
+			if err := writeDueMarker(filepath.Join(dir, "db", lifecycle.MarkerKey("t0")), now); err != nil {
 				return err
 			}
 			if r == 0 {
