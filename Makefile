@@ -72,7 +72,7 @@ model:
 clean:
 	rm -rf bin var
 
-## bench: purge benchmark vs awscli, rclone and rm -rf on a local versitygw, and reaper on a local
+## bench: purge benchmark vs the raw floor (bench/floor), awscli, rclone and rm -rf on a local versitygw, and reaper on a local
 ## fake-gcs-server (emulator figures); writes BENCHMARKS.md (installs missing peers and test servers,
 ## builds reaper; BENCH_ARGS=--quick for a shorter run)
 BENCH_ARGS ?=

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/stretchr/testify/require"
 )
 
@@ -164,4 +166,61 @@ func TestGCSOperation(t *testing.T) {
 		require.Equal(t, tc.bucket, bucket, tc.url)
 		require.Equal(t, tc.op, op, tc.url)
 	}
+}
+
+// TestFloorTarget checks the reaper-over-floor row: medians compared,
+// PASS at or under 1.10x, MISS above, min and max shown, and the floor
+// left out of the fastest-peer row.
+func TestFloorTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		reaperMs    []int
+		pass        bool
+		wantGot     string
+		wantVerdict string
+	}{
+		{"within", []int{1050, 1000, 1200}, true, "1.05 s (1.05x; min 1.00 s, max 1.20 s)", "PASS"},
+		{"at the bound", []int{1100}, true, "1.10 s (1.10x; min 1.10 s, max 1.10 s)", "PASS"},
+		{"over", []int{1500, 1400, 1600}, false, "1.50 s (1.50x; min 1.40 s, max 1.60 s)", "**MISS**"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reaper := &series{Scenario: "s3/10000", Contender: "reaper", Objects: 10000}
+			for _, ms := range tc.reaperMs {
+				reaper.add(sample{Wall: time.Duration(ms) * time.Millisecond, Server: map[string]int64{"ListObjectsV2": 11, "DeleteObjects": 10}})
+			}
+			floor := &series{Scenario: "s3/10000", Contender: floorName, Objects: 10000}
+			for _, ms := range []int{900, 1000, 1300} {
+				floor.add(sample{Wall: time.Duration(ms) * time.Millisecond, Server: map[string]int64{"ListObjectsV2": 10, "DeleteObjects": 10}})
+			}
+			r := &report{Config: config{Reps: 3}, Tools: tools{Versions: map[string]string{}}, Series: []*series{reaper, floor}}
+			ts := r.targets()
+			require.Len(t, ts, 2, "requests and floor rows only: the floor is no peer")
+			got := ts[1]
+			require.Equal(t, "wall, s3/10000: reaper / floor <= 1.10x", got.Name)
+			require.Equal(t, "<= 1.10 s (floor median 1.00 s, min 900 ms, max 1.30 s)", got.Want)
+			require.Equal(t, tc.wantGot, got.Got)
+			require.Equal(t, tc.pass, got.Pass)
+			md := r.markdown()
+			require.Contains(t, md, fmt.Sprintf("| %s | %s | %s | %s |", got.Name, got.Want, got.Got, tc.wantVerdict))
+			require.Contains(t, md, "| floor | 3 | 1.00 s | 900 ms | 1.30 s |", "the floor has its row in the scenario table")
+		})
+	}
+}
+
+// TestWriteDueMarker checks the marker the S3 scenarios start from is due by
+// both clocks: its body's deleted_at + TTL and its file's mtime + TTL (a
+// marker PUT now is not due for an hour, which left the roots pass with
+// nothing to purge).
+func TestWriteDueMarker(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	p := filepath.Join(t.TempDir(), "tenants", "r0001", lifecycle.MarkerKey("old"))
+	require.NoError(t, writeDueMarker(p, now))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	m, err := lifecycle.ParseMarker(b)
+	require.NoError(t, err)
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	require.False(t, m.PurgeAfter(0).After(now), "deleted_at + ttl = %s, after %s", m.PurgeAfter(0), now)
+	require.False(t, fi.ModTime().Add(m.TTL(0)).After(now), "mtime + ttl = %s, after %s", fi.ModTime().Add(m.TTL(0)), now)
 }

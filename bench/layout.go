@@ -121,5 +121,20 @@ func markerBody(now time.Time) []byte {
 	return lifecycle.EncodeMarker(now.Add(-2*time.Hour), time.Hour)
 }
 
+// writeDueMarker writes a due marker as a file in versitygw's posix data
+// directory, dated with the drop. It is not PUT through the API: due-ness
+// also counts the TTL from the marker's LastModified (the store's clock,
+// lifecycle's dueAt), so a marker PUT now would not be due for an hour.
+func writeDueMarker(path string, now time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, markerBody(now), 0o644); err != nil {
+		return err
+	}
+	dropped := now.Add(-2 * time.Hour)
+	return os.Chtimes(path, dropped, dropped)
+}
+
 // dataMtime is when the synthetic tables were last written: before the drop.
 func dataMtime(now time.Time) time.Time { return now.Add(-3 * time.Hour) }

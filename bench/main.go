@@ -1,6 +1,7 @@
-// Command bench measures reaper's purge against awscli, rclone and rm -rf on
-// the same machine, in the same run, on identical fresh copies of synthetic
-// Lance tables, and reaper's purge on Google Cloud Storage's emulator
+// Command bench measures reaper's purge against the raw S3 floor
+// (bench/floor), awscli, rclone and rm -rf on the same machine, in the
+// same run, on identical fresh copies of synthetic Lance tables, and
+// reaper's purge on Google Cloud Storage's emulator
 // (fake-gcs-server, gcs.go), and writes the results table to BENCHMARKS.md.
 //
 //	go run ./bench            # full run (10k and 100k objects on S3, 1M local files)

@@ -166,7 +166,7 @@ func (r *report) targets() []target {
 		})
 		var fastest *series
 		for _, p := range r.Series {
-			if p.Scenario == scen && p.Contender != "reaper" && (fastest == nil || p.rate() > fastest.rate()) {
+			if p.Scenario == scen && p.Contender != "reaper" && p.Contender != floorName && (fastest == nil || p.rate() > fastest.rate()) {
 				fastest = p
 			}
 		}
@@ -177,6 +177,9 @@ func (r *report) targets() []target {
 				Got:  fmt.Sprintf("%.0f/s (%.2fx)", rs.rate(), rs.rate()/fastest.rate()),
 				Pass: rs.rate() >= fastest.rate(), Why: whyRate,
 			})
+		}
+		if fl := r.find(scen, floorName); fl != nil {
+			ts = append(ts, floorTarget(scen, rs, fl))
 		}
 		if aws := r.find(scen, "awscli"); aws != nil {
 			ts = append(ts, target{
@@ -219,6 +222,22 @@ func (r *report) targets() []target {
 	return ts
 }
 
+// floorMax is how far reaper's median wall may exceed the floor's: the
+// price of its safety protocol on one table.
+const floorMax = 1.10
+
+// floorTarget holds reaper's median wall to floorMax times the floor's,
+// on the same scenario.
+func floorTarget(scen string, rs, fl *series) target {
+	ratio := rs.median().Seconds() / fl.median().Seconds()
+	return target{
+		Name: fmt.Sprintf("wall, %s: reaper / floor <= %.2fx", scen, floorMax),
+		Want: fmt.Sprintf("<= %s (floor median %s, min %s, max %s)", fmtDur(time.Duration(floorMax*float64(fl.median()))), fmtDur(fl.median()), fmtDur(fl.min()), fmtDur(fl.max())),
+		Got:  fmt.Sprintf("%s (%.2fx; min %s, max %s)", fmtDur(rs.median()), ratio, fmtDur(rs.min()), fmtDur(rs.max())),
+		Pass: ratio <= floorMax, Why: whyFloor,
+	}
+}
+
 // Explanations shown for a missed target (measured on this machine; see
 // the profile notes in BENCHMARKS.md).
 var (
@@ -226,6 +245,7 @@ var (
 	whyRate     = "See the S3 analysis below."
 	whyLocal    = "See the local analysis below."
 	whyRSS      = "See the RSS analysis below."
+	whyFloor    = "The floor only lists and deletes; what reaper adds is its protocol's fixed requests (see the request breakdown) and its delete concurrency (limits.delete_concurrency against the floor's 16 in flight)."
 	whyStatus   = "status lists the root once with a delimiter; more pages than ceil(entries/1000) means the page size is below 1000."
 )
 
@@ -241,7 +261,7 @@ func (r *report) markdown() string {
 	}
 	w("## Machine and versions\n\n| | |\n|---|---|\n")
 	w("| CPU | %d × %s |\n| RAM | %.1f GiB |\n| kernel | %s |\n| scratch disk | %s |\n", r.Machine.CPUs, r.Machine.CPU, r.Machine.MemGiB, r.Machine.Kernel, r.Machine.Storage)
-	for _, k := range []string{"reaper", "go", "versitygw", "fake-gcs-server", "azurite", "awscli", "rclone"} {
+	for _, k := range []string{"reaper", "floor", "go", "versitygw", "fake-gcs-server", "azurite", "awscli", "rclone"} {
 		if v := r.Tools.Versions[k]; v != "" {
 			w("| %s | %s |\n", k, v)
 		}
@@ -255,7 +275,7 @@ func (r *report) markdown() string {
 	}
 
 	w("\n## S3 purge: one table, reaper vs peers\n\n")
-	w("Wall time of the whole command (process start to exit). objects/s = objects / median wall. *vs reaper* = the contender's median wall / reaper's median wall (above 1: reaper is faster). Requests: counted server-side from versitygw's access log (median run).\n\n")
+	w("Wall time of the whole command (process start to exit). objects/s = objects / median wall. *vs reaper* = the contender's median wall / reaper's median wall (above 1: reaper is faster). Requests: counted server-side from versitygw's access log (median run). *floor* is bench/floor, the reference: one listing of the table's prefix, then DeleteObjects of 1,000 keys with 16 in flight, and nothing else (no lease, marker, fence or verify).\n\n")
 	for _, scen := range r.scenarios("s3/") {
 		r.table(&b, scen)
 	}
@@ -310,7 +330,7 @@ func (r *report) markdown() string {
 	w("```\n\nawscli: `AWS_CONFIG_FILE` holds `s3 = addressing_style = path`; credentials from the environment. rclone: remote `bench` from `RCLONE_CONFIG_BENCH_*` (type s3, provider Other, endpoint, force_path_style true). The roots pass reads a config with `discover: [{uri: s3://bench-roots/tenants/*/, storage_options: …}]`.\n\n")
 
 	w("## How to reproduce\n\n```\nmake bench                      # full: %s\nmake bench BENCH_ARGS=--quick   # quick\ngo run ./bench --help           # sizes, repetitions, object size, peers\ngo run ./bench --render .bench/last-run.json   # rewrite this file from the last run's raw results\n```\n\n", "10k and 100k objects on S3 and local, 1M local files for the RSS check")
-	w("`make bench` installs what is missing (awscli and rclone with apt-get when run as root, versitygw with scripts/install-versitygw.sh), builds ./bin/reaper with `make build`, starts versitygw on 127.0.0.1 with `--access-log`, and writes this file. Tables are created as files in versitygw's posix data directory (after CreateBucket through the API; a ListObjectsV2 checks the object count) with modification times before the drop; the soft-delete marker is PUT through the API.\n")
+	w("`make bench` installs what is missing (awscli and rclone with apt-get when run as root, versitygw with scripts/install-versitygw.sh), builds ./bin/reaper with `make build`, starts versitygw on 127.0.0.1 with `--access-log`, and writes this file. Tables are created as files in versitygw's posix data directory (after CreateBucket through the API; a ListObjectsV2 checks the object count) with modification times before the drop; the soft-delete marker is written as a file too, dated with the drop (due-ness also counts the TTL from its LastModified).\n")
 	return b.String()
 }
 

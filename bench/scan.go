@@ -132,19 +132,20 @@ func rootsPass(ctx context.Context, c config, t tools, gw *gateway, now time.Tim
 	}
 	defer gw.deleteBucket(ctx, bucket)
 	logf("roots: creating %d roots", c.Roots)
-	var paths []string
-	markers := map[string][]byte{}
+	var paths, markers []string
 	for i := range c.Roots {
 		p := fmt.Sprintf("tenants/r%04d/", i)
 		paths = append(paths, p+lifecycle.TableDir("live")+"_versions/1.manifest", p+lifecycle.TableDir("live")+"data/0.lance")
 		layoutFor(10).keys(func(k string) { paths = append(paths, p+lifecycle.TableDir("old")+k) })
-		markers[p+lifecycle.MarkerKey("old")] = markerBody(now)
+		markers = append(markers, p+lifecycle.MarkerKey("old"))
 	}
 	if err := writeFiles(dir, paths, dataMtime(now)); err != nil {
 		return err
 	}
-	if err := gw.putMany(ctx, bucket, markers); err != nil {
-		return err
+	for _, m := range markers {
+		if err := writeDueMarker(filepath.Join(dir, m), now); err != nil {
+			return err
+		}
 	}
 	opts, _ := json.Marshal(gw.optionsMap())
 	cfg := fmt.Sprintf("log: {format: text, level: warn}\nlisten: \"\"\ndiscover:\n  - uri: s3://%s/tenants/*/\n    storage_options: %s\nmetrics: {per_root_labels: false}\n", bucket, opts)

@@ -101,9 +101,13 @@ func rotate(xs []string, i int) []string {
 	return append(append([]string{}, xs[i:]...), xs[:i]...)
 }
 
-// s3Contenders are reaper plus the peers that are installed.
+// floorName is the contender bench/floor runs as: the reference reaper's
+// wall time is held to, not a peer.
+const floorName = "floor"
+
+// s3Contenders are reaper, the floor, and the peers that are installed.
 func s3Contenders(c config, t tools) []string {
-	out := []string{"reaper"}
+	out := []string{"reaper", floorName}
 	for _, p := range c.Peers {
 		switch {
 		case p == "awscli" && t.AWS != "", p == "rclone" && t.Rclone != "":
@@ -152,14 +156,7 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 			if err := exec.CommandContext(ctx, "cp", "-a", tpl, filepath.Join(dir, "db", lifecycle.TableDir("t0"))).Run(); err != nil {
 				return fmt.Errorf("copy template: %w", err)
 			}
-			// The marker as a file too, dated with the drop: due-ness also
-			// counts the TTL from the marker's LastModified, so a marker PUT
-			// now would not be due for its TTL.
-			marker := filepath.Join(dir, "db", lifecycle.MarkerKey("t0"))
-			if err := os.WriteFile(marker, markerBody(now), 0o644); err != nil {
-				return err
-			}
-			if err := os.Chtimes(marker, now.Add(-2*time.Hour), now.Add(-2*time.Hour)); err != nil {
+			if err := writeDueMarker(filepath.Join(dir, "db", lifecycle.MarkerKey("t0")), now); err != nil {
 				return err
 			}
 			if r == 0 {
@@ -181,6 +178,9 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 				if c.DeleteConc > 0 {
 					argv = append(argv, "--set", fmt.Sprintf("limits.delete_concurrency=%d", c.DeleteConc))
 				}
+			case floorName:
+				argv = []string{t.Floor, "--endpoint", gw.Endpoint, "--bucket", bucket, "--prefix", "db/" + lifecycle.TableDir("t0"), "--region", gwRegion}
+				env = []string{"AWS_ACCESS_KEY_ID=" + gwAccess, "AWS_SECRET_ACCESS_KEY=" + gwSecret}
 			case "awscli":
 				argv = []string{t.AWS, "s3", "rm", "--recursive", "--only-show-errors", "--endpoint-url", gw.Endpoint, "s3://" + bucket + "/db/" + lifecycle.TableDir("t0")}
 				env = []string{"AWS_ACCESS_KEY_ID=" + gwAccess, "AWS_SECRET_ACCESS_KEY=" + gwSecret, "AWS_DEFAULT_REGION=" + gwRegion,
@@ -201,12 +201,17 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 			if s.Server, err = gw.requestsSince(off, bucket); err != nil {
 				return err
 			}
-			if name == "reaper" {
+			switch name {
+			case "reaper":
 				if err := checkPurged(res.Stdout, n); err != nil {
 					return fmt.Errorf("%s: %w", bucket, err)
 				}
 				if s.Client, err = promRequests(prom); err != nil {
 					return err
+				}
+			case floorName:
+				if err := checkFloor(res.Stdout, n); err != nil {
+					return fmt.Errorf("%s: %w", bucket, err)
 				}
 			}
 			left, err := gw.count(ctx, bucket, "db/"+lifecycle.TableDir("t0"))
@@ -255,6 +260,20 @@ func checkPurged(stdout []byte, n int) error {
 	}
 	if total != n || len(out.Failed) > 0 || len(out.Skipped) > 0 {
 		return fmt.Errorf("purge deleted %d objects, want %d: %s", total, n, tail(string(stdout), 400))
+	}
+	return nil
+}
+
+// checkFloor checks bench/floor's output line: n objects deleted.
+func checkFloor(stdout []byte, n int) error {
+	var out struct {
+		Objects int `json:"objects"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		return fmt.Errorf("floor output: %w: %s", err, tail(string(stdout), 400))
+	}
+	if out.Objects != n {
+		return fmt.Errorf("floor deleted %d objects, want %d", out.Objects, n)
 	}
 	return nil
 }

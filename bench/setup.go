@@ -13,6 +13,7 @@ import (
 // tools are the binaries one run compares, with their versions.
 type tools struct {
 	Reaper, VersityGW, AWS, Rclone string
+	Floor                          string // bench/floor, built into the scratch directory
 	FakeGCS                        string // "" when the GCS scenarios are off
 	Azurite                        string
 	Versions                       map[string]string
@@ -50,6 +51,11 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 		}
 	}
 	t.Reaper = filepath.Join(c.Repo, "bin", "reaper")
+	floor, err := buildFloor(ctx, c)
+	if err != nil {
+		return t, err
+	}
+	t.Floor = floor
 	t.VersityGW = filepath.Join(c.Repo, ".tools", "bin", "versitygw")
 	t.Azurite = filepath.Join(c.Repo, ".tools", "bin", "azurite-blob")
 	if v := os.Getenv("REAPER_AZURITE"); v != "" {
@@ -82,6 +88,7 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 	t.Versions["reaper"] = strings.TrimSpace(out(ctx, c.Repo, "git", "describe", "--tags", "--always", "--dirty")) + " (" + strings.TrimSpace(out(ctx, c.Repo, "git", "rev-parse", "HEAD")) + ")"
 	t.Versions["versitygw"] = modVersion(ctx, t.VersityGW, "github.com/versity/versitygw")
 	t.Versions["go"] = runtime.Version()
+	t.Versions["floor"] = "bench/floor, aws-sdk-go-v2/service/s3 " + modVersion(ctx, t.Floor, "github.com/aws/aws-sdk-go-v2/service/s3")
 	if t.AWS != "" {
 		t.Versions["awscli"] = strings.TrimSpace(out(ctx, "", t.AWS, "--version"))
 	}
@@ -89,6 +96,22 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 		t.Versions["rclone"] = firstLine(out(ctx, "", t.Rclone, "version"))
 	}
 	return t, nil
+}
+
+// buildFloor compiles bench/floor into the scratch directory. It is built
+// on every run, --install or not: it is the reference every S3 purge is
+// measured against, and it builds from the module cache the bench itself
+// was compiled from.
+func buildFloor(ctx context.Context, c config) (string, error) {
+	bin := filepath.Join(c.WorkDir, "bin", "floor")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./bench/floor")
+	cmd.Dir = c.Repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build bench/floor: %w", err)
+	}
+	return bin, nil
 }
 
 // lookAWS prefers the distribution's awscli (what apt-get installs) over
@@ -130,11 +153,12 @@ func firstLine(s string) string {
 	return l
 }
 
-// modVersion reads a Go binary's main module version from its build info.
+// modVersion reads a module's version from a Go binary's build info: the
+// main module's, or a dependency's (bench/floor's SDK).
 func modVersion(ctx context.Context, bin, module string) string {
 	for _, l := range strings.Split(out(ctx, "", "go", "version", "-m", bin), "\n") {
 		f := strings.Fields(l)
-		if len(f) >= 3 && f[0] == "mod" && f[1] == module {
+		if len(f) >= 3 && (f[0] == "mod" || f[0] == "dep") && f[1] == module {
 			return f[2]
 		}
 	}
