@@ -389,9 +389,10 @@ time, and the purge spills the keys to a temporary file, so no listing is ever h
 that change, the first quick run read and sorted the ~800,000 names of data/ in memory.)
 
 **Scan cost.** status reads each marker once (GetObject per soft-deleted table) after one paged
-listing. A discovered root costs one more listing per pass (the check that the child is a database
-root), so the pass over 1,000 roots with nothing due spends 3 requests per root; reusing that check's
-listing as the plan's would make it 2.
+listing. A discovered root used to cost one more listing per pass (the check that the child is a
+database root), 3 requests per root with nothing due; the plan now uses that check's listing and the
+PAUSE read comes first (it also dates the store's clock), so a discovered root costs 2, as a configured
+one does (internal/worker/discovery_cost_test.go counts them on S3 and local).
 `
 
 func concName(n int) string {

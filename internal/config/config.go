@@ -4,7 +4,11 @@
 // validated with errors that name the key, the bad value and the fix.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+)
 
 // Config is the whole configuration. Every field has a yaml key; the example
 // config/reaper.yaml documents every key and a test keeps the two in step.
@@ -61,6 +65,10 @@ type Root struct {
 	URI string `yaml:"uri"`
 	// StorageOptions are Lance's names (aws_endpoint, aws_region, ...).
 	StorageOptions map[string]string `yaml:"storage_options"`
+	// Listing is never configured: discovery (roots.Expand, once per pass)
+	// sets it to the discovered root's listing, which the pass plans from
+	// instead of listing the root again (lifecycle/listing.go).
+	Listing *lifecycle.Listing `yaml:"-"`
 }
 
 // Shard assigns roots to one of several replicas by stable hashing.

@@ -83,79 +83,45 @@ func (s TableStatus) Due(now time.Time) bool {
 // table dirs may arrive on different pages.
 type rootEntry struct {
 	data, marker, lease, hold, commit, notTable bool
-	markerObj                                   objstore.Object
 }
 
 // List returns every name of the root with its state, sorted by name, from
 // one paged listing of the root plus one read per marker and per held lease
 // (bounded concurrency). It never lists inside a table.
 func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
-	out, _, err := ns.status(ctx, nil)
+	out, _, err := ns.status(ctx, nil, nil)
 	return out, err
 }
 
 // Status returns the state of each named table, not_found for unknown names.
 // It costs the same listing as List.
 func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
-	out, _, err := ns.status(ctx, names)
+	out, _, err := ns.status(ctx, nil, names)
 	return out, err
 }
 
-// status lists the root once and describes every name (only those in only,
-// when any, after validating them). It also returns the names that have a lease and no marker: the
+// status lists the root once (or takes listed, see listing.go) and
+// describes every name (only those in only, when any, after validating
+// them). It also returns the names that have a lease and no marker: the
 // only candidates for SweepStaleLeases, so a pass needs no second listing.
-func (ns *Namespace) status(ctx context.Context, only []string) ([]TableStatus, []string, error) {
+func (ns *Namespace) status(ctx context.Context, listed *Listing, only []string) ([]TableStatus, []string, error) {
 	for _, n := range only {
 		if err := ValidateName(n); err != nil {
 			return nil, nil, err
 		}
 	}
-	want := func(string) bool { return true }
-	if len(only) > 0 {
-		set := make(map[string]bool, len(only))
-		for _, n := range only {
-			set[n] = true
-		}
-		want = func(n string) bool { return set[n] }
-	}
-	entries := map[string]*rootEntry{}
-	get := func(name string) *rootEntry {
-		e := entries[name]
-		if e == nil {
-			e = &rootEntry{}
-			entries[name] = e
-		}
-		return e
-	}
-	err := ns.store.List(ctx, "", func(p objstore.Page) error {
-		for _, pre := range p.Prefixes {
-			if name, kind := classifyPrefix(pre); kind == entryTable && want(name) {
-				get(name).data = true
-			}
-		}
-		for _, o := range p.Objects {
-			name, kind := classifyObject(o.Key)
-			if kind == entryOther || !want(name) {
-				continue
-			}
-			e := get(name)
-			switch kind {
-			case entryMarker:
-				e.marker, e.markerObj = true, o
-			case entryLock:
-				e.lease = true
-			case entryHold:
-				e.hold = true
-			case entryCommit:
-				e.commit = true
-			case entryNotTable:
-				e.notTable = true
-			}
-		}
-		return nil
-	})
+	l, err := ns.list(ctx, listed)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list root %s: %w", ns.store.URI(), err)
+		return nil, nil, err
+	}
+	entries := l.entries
+	if len(only) > 0 {
+		entries = make(map[string]*rootEntry, len(only))
+		for _, n := range only {
+			if e := l.entries[n]; e != nil {
+				entries[n] = e
+			}
+		}
 	}
 	names := make([]string, 0, len(entries))
 	var leaseOnly []string
@@ -389,7 +355,12 @@ func (ns *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableS
 // caller can make the plan stricter, never let it purge earlier than the
 // store's clock allows. names, when given, limits the plan to those tables.
 func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
-	all, leaseOnly, err := ns.status(ctx, names)
+	return ns.plan(ctx, nil, now, names)
+}
+
+// plan is PlanPurge from listed when not nil (PlanPurgeFrom).
+func (ns *Namespace) plan(ctx context.Context, listed *Listing, now time.Time, names []string) (Plan, error) {
+	all, leaseOnly, err := ns.status(ctx, listed, names)
 	if err != nil {
 		return Plan{}, err
 	}

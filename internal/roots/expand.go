@@ -29,7 +29,8 @@ var errStop = errors.New("stop listing")
 // A pattern is expanded by opening its parent (the URI without the trailing
 // "*/"), listing one level, and keeping each child that holds, on the first
 // page of its own listing, a "<name>.lance/" prefix or a "<name>.deleted"
-// object.
+// object. A kept child carries its whole listing (Root.Listing), so the
+// pass does not list it again: Expand is called once per pass.
 //
 // Errors are partial: a pattern (or child) that cannot be opened or listed
 // is skipped and its error, naming the pattern, is joined into the returned
@@ -94,7 +95,7 @@ func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root,
 	var found []config.Root
 	var errs []error
 	for _, child := range children {
-		ok, err := isDatabase(ctx, st, child)
+		ok, listed, err := probe(ctx, st, child)
 		if err != nil {
 			if ctx.Err() != nil {
 				return found, ctx.Err()
@@ -103,25 +104,42 @@ func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root,
 			continue
 		}
 		if ok {
-			found = append(found, config.Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions})
+			found = append(found, config.Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions, Listing: listed})
 		}
 	}
 	return found, errors.Join(errs...)
 }
 
-// isDatabase reports whether the first listing page under prefix holds a
-// table directory or a soft-delete marker.
-func isDatabase(ctx context.Context, st objstore.Store, prefix string) (bool, error) {
-	var ok bool
+// probe reports whether the first listing page under prefix holds a table
+// directory or a soft-delete marker. A child that is not a database costs
+// that one page; for one that is, it reads the remaining pages too and
+// returns the whole listing, which the pass plans from instead of listing
+// the root again (lifecycle.PlanPurgeFrom). A later page that fails leaves
+// the root found without a listing: its plan lists it and reports why.
+func probe(ctx context.Context, st objstore.Store, prefix string) (bool, *lifecycle.Listing, error) {
+	ok, first := false, true
+	listed := lifecycle.NewListing(prefix)
 	err := st.List(ctx, prefix, func(pg objstore.Page) error {
-		ok = slices.ContainsFunc(pg.Prefixes, func(p string) bool { return strings.HasSuffix(p, lifecycle.TableSuffix+"/") }) ||
-			slices.ContainsFunc(pg.Objects, func(o objstore.Object) bool { return strings.HasSuffix(o.Key, lifecycle.MarkerSuffix) })
-		return errStop // one page is enough
+		if first {
+			first = false
+			ok = slices.ContainsFunc(pg.Prefixes, func(p string) bool { return strings.HasSuffix(p, lifecycle.TableSuffix+"/") }) ||
+				slices.ContainsFunc(pg.Objects, func(o objstore.Object) bool { return strings.HasSuffix(o.Key, lifecycle.MarkerSuffix) })
+			if !ok {
+				return errStop // one page is enough
+			}
+		}
+		listed.Add(pg)
+		return nil
 	})
-	if errors.Is(err, errStop) {
-		err = nil
+	switch {
+	case errors.Is(err, errStop):
+		return false, nil, nil
+	case err != nil && ok && ctx.Err() == nil:
+		return true, nil, nil
+	case err != nil:
+		return false, nil, err
 	}
-	return ok, err
+	return ok, listed, nil
 }
 
 // childLocation is the location of a child prefix ("tenant-a/") of parent.

@@ -242,3 +242,55 @@ func TestExpandS3BucketRoot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{srv.URI("tenants")}, uris(got), "tenants/ holds e.lance/ and notes.deleted; elsewhere/ nothing at its top level")
 }
+
+// failAfter serves the first page of prefix and then fails.
+type failAfter struct {
+	objstore.Store
+	prefix string
+}
+
+func (f failAfter) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
+	served := false
+	return onePage{Store: f.Store, pages: new(int)}.List(ctx, prefix, func(p objstore.Page) error {
+		if served && prefix == f.prefix {
+			return errors.New("access denied")
+		}
+		served = true
+		return fn(p)
+	})
+}
+
+// A kept child carries its whole listing, every page of it, so the pass
+// plans from it; a child whose later page fails is kept without one.
+func TestExpandCarriesTheChildListing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "t", "a.lance", "x"))
+	mkfile(t, filepath.Join(dir, "t", "b.deleted"))
+	mkfile(t, filepath.Join(dir, "t", "c.txt"))
+	cfg := config.Default()
+	cfg.Discover = []config.Root{{URI: dir + "/*/"}}
+	cases := []struct {
+		name    string
+		wrap    func(objstore.Store, *int) objstore.Store
+		pages   int
+		listing bool
+	}{
+		{"every page read", func(s objstore.Store, n *int) objstore.Store { return onePage{Store: s, pages: n} }, 4, true},
+		{"a later page fails", func(s objstore.Store, _ *int) objstore.Store { return failAfter{Store: s, prefix: "t/"} }, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pages := 0
+			open := func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
+				st, err := all.Open(ctx, uri, opts)
+				return tc.wrap(st, &pages), err
+			}
+			got, err := roots.Expand(t.Context(), cfg, open)
+			require.NoError(t, err)
+			require.Equal(t, []string{"file://" + dir + "/t"}, uris(got))
+			require.Equal(t, tc.pages, pages, "one page of the parent, each of the child's")
+			require.Equal(t, tc.listing, got[0].Listing != nil, "listing carried")
+		})
+	}
+}

@@ -59,6 +59,8 @@ type railContext struct {
 	rr     *RootReport
 	log    *slog.Logger
 	safety config.Safety
+	// paused is readPause's answer, read before the root was planned.
+	paused string
 }
 
 // ticket is what the start rails grant a table.
@@ -118,18 +120,10 @@ func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.Tab
 	return kept, held, false
 }
 
-// pauseRail refuses a paused root: the config switch or the root's PAUSE
-// object (file or folder form). An error reading it pauses too: fail
-// closed. Each purge also re-reads it before every batch.
+// pauseRail refuses a paused root: why is what readPause found before the
+// root was planned. Each purge also re-reads PAUSE before every batch.
 func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
-	why := ""
-	if rc.p.w.Config.Paused {
-		why = "paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)"
-	} else if w, err := rc.ns.Paused(rc.ctx); err != nil {
-		why = "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
-	} else {
-		why = w
-	}
+	why := rc.paused
 	if why == "" {
 		return due, nil, false
 	}
@@ -139,6 +133,23 @@ func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableS
 		held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Detail: why, Status: s})
 	}
 	return nil, held, true
+}
+
+// readPause says why the root is paused, "" when it is not: the config
+// switch or the root's PAUSE object (file or folder form). An error reading
+// it pauses too: fail closed. A pass reads it first, before planning the
+// root: it then precedes any purge of the root, and on S3 its answer dates
+// the store's clock the plan is judged by, so a plan made from discovery's
+// listing sends no request of its own (lifecycle/listing.go).
+func readPause(ctx context.Context, p *pass, ns *lifecycle.Namespace) string {
+	if p.w.Config.Paused {
+		return "paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)"
+	}
+	why, err := ns.Paused(ctx)
+	if err != nil {
+		return "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
+	}
+	return why
 }
 
 // blastRadiusRail refuses a root where too many tables are due at once:

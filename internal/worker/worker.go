@@ -188,9 +188,11 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		rr.Err = err
 		return rr
 	}
+	paused := readPause(ctx, p, ns)
 	// The plan is judged by the store's clock; this host's clock takes no
-	// part in whether a table is due.
-	plan, err := ns.PlanPurge(ctx, time.Time{}, p.w.Tables...)
+	// part in whether a table is due. A discovered root is planned from
+	// discovery's listing of this pass (nil for a configured root).
+	plan, err := ns.PlanPurgeFrom(ctx, root.Listing, time.Time{}, p.w.Tables...)
 	if err != nil {
 		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
 		log.Error("root skipped", "error", rr.Err)
@@ -232,7 +234,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		p.decide(rr, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonNotDue,
 			Detail: "not due until " + s.PurgeAfter.UTC().Format(time.RFC3339), Status: s})
 	}
-	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety}
+	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety, paused: paused}
 	due := applyRootRails(rc, plan.Due)
 	if rr.Refused != "" {
 		return rr
