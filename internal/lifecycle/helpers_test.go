@@ -24,6 +24,7 @@ import (
 // clock along with the host's.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		t.Parallel() // each on its own root; mostly waiting on a test server
 		fn(t, objstoretest.NewClockStore(b.NewRoot(t).Open(t)))
 	})
 }
