@@ -59,7 +59,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000)")
 	fs.StringVar(&gcsSizes, "gcs-sizes", "10000", "objects per table on Google Cloud Storage (fake-gcs-server, emulator figures; its uploads slow down as a bucket grows, ~45 objects/s at 10,000), comma-separated; \"none\" skips it")
 	fs.StringVar(&azSizes, "azure-sizes", "", "objects per table on Azurite, comma-separated, or \"none\" (default 2000: the emulator slows with its blob count)")
-	fs.StringVar(&local, "local-sizes", "", "objects per table for the local reaper vs rm -rf runs (default 10000,100000; quick 10000)")
+	fs.StringVar(&local, "local-sizes", "", "objects per table for the local reaper vs rm -rf runs (default 10000,100000; quick 10000), or \"none\"")
 	fs.IntVar(&c.RSSObjects, "rss-objects", 1_000_000, "objects in the local table purged for the peak-RSS check")
 	fs.IntVar(&c.ObjSize, "object-size", 64, "bytes per synthetic object")
 	fs.IntVar(&c.StatusTables, "status-tables", 10_000, "tables in the root scanned by reaper status")
@@ -83,8 +83,10 @@ func parseFlags(args []string) (config, error) {
 	if c.Sizes, err = intList(sizes, def); err != nil {
 		return c, err
 	}
-	if c.LocalSizes, err = intList(local, def); err != nil {
-		return c, err
+	if local != "none" {
+		if c.LocalSizes, err = intList(local, def); err != nil {
+			return c, err
+		}
 	}
 	if gcsSizes != "none" {
 		if c.GCSSizes, err = intList(gcsSizes, "10000"); err != nil {
