@@ -32,6 +32,7 @@
 package reaper
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/metrics"
@@ -264,6 +266,11 @@ func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...strin
 // next request; the error then wraps context.Canceled and the table stays
 // soft_deleted or partially_purged, and a later Purge finishes it.
 func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
+	// Zero concurrency means the CLI's defaults (limits.delete_concurrency
+	// and limits.max_delete_concurrency), not one batch at a time.
+	d := config.Default().Limits
+	opts.DeleteConcurrency = cmp.Or(opts.DeleteConcurrency, d.DeleteConcurrency)
+	opts.MaxDeleteConcurrency = cmp.Or(opts.MaxDeleteConcurrency, d.MaxDeleteConcurrency)
 	return n.ns.Purge(ctx, name, opts)
 }
 

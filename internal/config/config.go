@@ -88,8 +88,12 @@ type Shard struct {
 type Limits struct {
 	// TableConcurrency is how many tables are purged in parallel.
 	TableConcurrency int `yaml:"table_concurrency"`
-	// DeleteConcurrency is how many delete requests are in flight per table.
-	DeleteConcurrency int `yaml:"delete_concurrency"`
+	// DeleteConcurrency is how many delete requests are in flight per table
+	// at first; MaxDeleteConcurrency is how far that grows while the store
+	// does not push back (lifecycle/adaptive.go). A maximum below the start
+	// keeps it fixed at the start.
+	DeleteConcurrency    int `yaml:"delete_concurrency"`
+	MaxDeleteConcurrency int `yaml:"max_delete_concurrency"`
 	// RequestsPerSecond caps object-store requests per pass (0 = unlimited).
 	RequestsPerSecond float64 `yaml:"requests_per_second"`
 	// MaxTablesPerPass, MaxObjectsPerPass and MaxPassDuration stop a pass

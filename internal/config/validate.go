@@ -142,6 +142,9 @@ func (c Config) validateLimits(v *validator) {
 	if l.DeleteConcurrency < 1 {
 		v.add("limits.delete_concurrency", l.DeleteConcurrency, "must be at least 1", "set it to the number of delete requests in flight per table")
 	}
+	if l.MaxDeleteConcurrency < 1 {
+		v.add("limits.max_delete_concurrency", l.MaxDeleteConcurrency, "must be at least 1", "set it to the most delete requests in flight per table, or equal to delete_concurrency for a fixed number")
+	}
 	if l.RequestsPerSecond < 0 || math.IsNaN(l.RequestsPerSecond) || math.IsInf(l.RequestsPerSecond, 0) {
 		v.add("limits.requests_per_second", l.RequestsPerSecond, "must be a non-negative number", "set the object-store request rate cap, or 0 for unlimited")
 	}

@@ -13,7 +13,7 @@ import (
 // and the next pass continues where this one stopped.
 var errBudget = errors.New("object budget reached")
 
-// batchDeleter sends delete batches with bounded concurrency, running the
+// batchDeleter sends delete batches with adaptive concurrency (adaptive.go), running the
 // guard (lease read back, marker, hold, PAUSE, commit) before each one, and
 // stops submitting at the first error or when the object budget is spent.
 // The lease's fence, carried by ctx, is asked again by the backend
@@ -26,7 +26,7 @@ type batchDeleter struct {
 	budget   int64 // 0 = unlimited
 	progress func(objects, bytes int64)
 
-	sem       chan struct{}
+	slots     *inflight
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	submitted int64
@@ -39,7 +39,7 @@ func newBatchDeleter(ctx context.Context, store objstore.Store, g *guard, name s
 	return &batchDeleter{
 		ctx: ctx, store: store, guard: g, name: name,
 		budget: opts.MaxObjects, progress: opts.Progress,
-		sem: make(chan struct{}, max(1, opts.DeleteConcurrency)),
+		slots: newInflight(opts.DeleteConcurrency, opts.MaxDeleteConcurrency, objstore.PushbacksOf(store)),
 	}
 }
 
@@ -67,16 +67,15 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 		keys[i] = e.key
 		size += e.size
 	}
-	select {
-	case d.sem <- struct{}{}:
-	case <-d.ctx.Done():
-		return d.fail(fmt.Errorf("purge %q: %w", d.name, context.Cause(d.ctx)))
+	if err := d.slots.acquire(d.ctx); err != nil {
+		return d.fail(fmt.Errorf("purge %q: %w", d.name, err))
 	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		defer func() { <-d.sem }()
-		if err := d.store.DeleteBatch(d.ctx, keys); err != nil {
+		err := d.store.DeleteBatch(d.ctx, keys)
+		d.slots.release(err == nil)
+		if err != nil {
 			d.fail(fmt.Errorf("purge %q: delete objects: %w", d.name, err))
 			return
 		}

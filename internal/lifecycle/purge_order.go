@@ -41,8 +41,11 @@ type PurgeOptions struct {
 	// objects and bytes the purge is about to delete: with Progress, it
 	// gives a progress bar its total.
 	Walked func(objects, bytes int64)
-	// DeleteConcurrency is how many delete batches are in flight (default 1).
-	DeleteConcurrency int
+	// DeleteConcurrency is how many delete batches are in flight at first
+	// (default 1); MaxDeleteConcurrency is how far that grows while the
+	// store does not push back (adaptive.go; below DeleteConcurrency: fixed).
+	DeleteConcurrency    int
+	MaxDeleteConcurrency int
 	// Planned is the table as a plan just read it. Its marker (ETag and
 	// value) stands in for the first marker read, saving a request; the read
 	// under the lease still compares against it.

@@ -310,7 +310,8 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 	}
 	res, err := ns.Purge(ctx, s.Name, lifecycle.PurgeOptions{
 		DryRun: p.rep.DryRun, DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
-		MaxObjects: maxObjects, Progress: progress, Planned: &s,
+		MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency,
+		MaxObjects:           maxObjects, Progress: progress, Planned: &s,
 		Walked: func(objects, bytes int64) {
 			report(func(pr *Progress) { pr.TotalObjects, pr.TotalBytes = objects, bytes })
 		},

@@ -209,7 +209,13 @@ func (s *Store) succeeded(key string) {
 }
 
 func (s *Store) throttled(key string) {
+	s.pushbacks.Add(1)
 	if s.paced(key) {
 		s.opts.Pacer.Throttled()
 	}
 }
+
+// Pushbacks counts the answers this store classified as the store pushing
+// back (Options.IsThrottle), lease keys included: objstore.Pushback, read by
+// a purge that adapts its delete concurrency.
+func (s *Store) Pushbacks() uint64 { return s.pushbacks.Load() }

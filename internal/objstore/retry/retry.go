@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -21,8 +22,9 @@ import (
 
 // Store is the retrying wrapper. It is safe for concurrent use.
 type Store struct {
-	inner objstore.Store
-	opts  Options
+	inner     objstore.Store
+	opts      Options
+	pushbacks atomic.Uint64
 }
 
 var _ objstore.Store = (*Store)(nil)

@@ -3,6 +3,7 @@ package retry
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -258,4 +259,22 @@ func TestMisconfiguredGivesUpSooner(t *testing.T) {
 			require.Equal(t, want, total, "time spent retrying: got/want")
 		})
 	}
+}
+
+// Pushbacks counts the answers classified as the store pushing back, and a
+// caller finds the counter through the wrappers above the retry layer.
+func TestPushbacksCounted(t *testing.T) {
+	clk := newFakeTime()
+	f := newFlaky(objstore.NewMemory(), 3)
+	opts := testOptions(clk)
+	opts.IsThrottle = func(err error) bool { return errors.Is(err, errTransient) }
+	s := Wrap(f, opts)
+	_, err := s.Put(t.Context(), "k", []byte("v"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), s.(*Store).Pushbacks())
+	outer := objstoretest.NewClockStore(s) // any wrapper with Unwrap
+	count := objstore.PushbacksOf(outer)
+	require.NotNil(t, count)
+	require.Equal(t, uint64(3), count())
+	require.Nil(t, objstore.PushbacksOf(objstore.NewMemory()), "a store that cannot push back has no counter")
 }
