@@ -25,7 +25,7 @@ type Lease struct {
 	// table, the pass) but never ends: every line about the lease, from
 	// the renewer to Release, is logged with it.
 	logCtx context.Context
-	stop   context.CancelFunc      // stops the background goroutines
+	stop   context.CancelFunc // stops the background goroutines
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
