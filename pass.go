@@ -14,6 +14,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 	"github.com/lance-reaper/reaper/internal/objstore/stack"
@@ -99,6 +100,9 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Lines about one table carry it and the pass id, from the context
+	// they are logged with.
+	opts.Logger = logctx.Logger(opts.Logger)
 	// One pacer for the pass: a throttled root slows the others too.
 	so := storeStack(opts.Registerer, opts.TracerProvider, opts.Logger, cfg.Limits.RetryMaxElapsed.D())
 	so.Pacer = retry.NewPacer(cfg.Limits.RequestsPerSecond)

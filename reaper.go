@@ -44,6 +44,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 	"github.com/lance-reaper/reaper/internal/objstore/stack"
@@ -179,6 +180,9 @@ type Namespace struct {
 // retried with backoff, throttling slows this Namespace down, and every call
 // is counted and traced when Options ask for it.
 func Open(ctx context.Context, rootURI string, opts Options) (*Namespace, error) {
+	// Lines about one table carry it (and, in a pass, the pass id), from
+	// the context they are logged with.
+	opts.Logger = logctx.Logger(opts.Logger)
 	so := storeStack(opts.Registerer, opts.TracerProvider, opts.Logger, opts.RetryMaxElapsed)
 	store, err := stack.Open(ctx, rootURI, opts.StorageOptions, so)
 	if err != nil {

@@ -29,6 +29,8 @@ var layers = map[string]int{
 	"model":              0, // the spin model of PROTOCOL.md; imports nothing
 	// The outcome vocabulary (actions, reasons, results) imports nothing.
 	"internal/outcome": 0,
+	// Log attributes carried in a context imports nothing.
+	"internal/logctx": 0,
 
 	// 1: services over a store: the lease, metrics and tracing.
 	"internal/lock":    1,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
@@ -210,7 +211,9 @@ func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 		"storage option key=value for s3://, gs:// and az:// roots, repeatable (e.g. aws_region=us-east-1)")
 }
 
-// logger builds the stderr logger from --log-format and --log-level.
+// logger builds the stderr logger from --log-format and --log-level. Lines
+// logged with a context carry its attributes (the pass, the table: see
+// internal/logctx).
 func (g globalOptions) logger() (*slog.Logger, error) {
 	var level slog.Level
 	switch {
@@ -227,9 +230,9 @@ func (g globalOptions) logger() (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: level}
 	switch g.LogFormat {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
+		return slog.New(logctx.Handler(slog.NewTextHandler(w, ho))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
+		return slog.New(logctx.Handler(slog.NewJSONHandler(w, ho))), nil
 	}
 	return nil, usagef("--log-format %q: want text or json", g.LogFormat)
 }

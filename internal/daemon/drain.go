@@ -62,7 +62,7 @@ func StartDrain(ctx context.Context, drain <-chan struct{}, o DrainOptions) *Dra
 			return
 		}
 		d.once.Do(func() { close(d.draining) })
-		log.Info("shutdown requested: no new pass or table starts", "grace", o.Grace)
+		log.Info("shutdown requested: no new pass or table starts", "grace", o.Grace.String())
 		d.stopLoop()
 		select {
 		case <-after(o.Grace):

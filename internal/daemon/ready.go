@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,18 +13,44 @@ import (
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
+// Readiness defaults. A probe asks each root one cheap question, all roots
+// at once (up to ReadyConcurrency), so an answer is at most ReadyTTL old and
+// comes within ReadyTimeout, well inside the Deployment's 10 s probe timeout.
+const (
+	// ReadyTTL is how long an answer is reused: enough to absorb a storm
+	// of probes (several kubelets, a load balancer), short enough that a
+	// root moved away shows on the next probe.
+	ReadyTTL = time.Second
+	// ReadyTimeout bounds one probe: the roots' expansion and every root's
+	// check. A root not answered by then is not ready.
+	ReadyTimeout = 5 * time.Second
+	// ReadyRootTimeout bounds one root's check (open and one request).
+	ReadyRootTimeout = 2 * time.Second
+	// ReadyConcurrency is how many roots are checked at once.
+	ReadyConcurrency = 16
+)
+
 // Readiness answers /readyz: the configuration loaded (it did, or the
-// daemon would not be serving) and every root is reachable. Probes are
-// cached for TTL so a scraping load balancer does not hammer the store.
+// daemon would not be serving) and every root is reachable, checked on the
+// probe itself: the roots are expanded (discovery included), and each is
+// opened (a local root's directory must exist) and asked for its
+// _reaper/PAUSE key. The answer is reused for TTL so a storm of probes
+// does not hammer the stores; probes that arrive during a check wait for
+// its answer.
 type Readiness struct {
 	// Roots and Open are the worker's: the roots of a pass and how each is
 	// opened.
 	Roots func(ctx context.Context) ([]config.Root, error)
 	Open  func(ctx context.Context, root config.Root) (objstore.Store, error)
-	// TTL is how long an answer is reused (default 15s).
+	// TTL is how long an answer is reused (default ReadyTTL).
 	TTL time.Duration
-	// Timeout bounds one probe (default 10s).
-	Timeout time.Duration
+	// Timeout bounds one probe (default ReadyTimeout); RootTimeout one
+	// root's check (default ReadyRootTimeout).
+	Timeout     time.Duration
+	RootTimeout time.Duration
+	// Concurrency is how many roots are checked at once (default
+	// ReadyConcurrency).
+	Concurrency int
 	// Now is the cache's clock; nil uses time.Now.
 	Now func() time.Time
 
@@ -48,40 +75,46 @@ func (r *Readiness) now() time.Time {
 func (r *Readiness) Check(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ttl := r.TTL
-	if ttl == 0 {
-		ttl = 15 * time.Second
-	}
-	if !r.checked.IsZero() && r.now().Sub(r.checked) < ttl {
+	if !r.checked.IsZero() && r.now().Sub(r.checked) < cmp.Or(r.TTL, ReadyTTL) {
 		return r.err
 	}
-	timeout := r.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(r.Timeout, ReadyTimeout))
 	defer cancel()
 	r.err = r.probe(ctx)
 	r.checked = r.now()
 	return r.err
 }
 
-// probe lists the roots and reads one small key of each.
+// probe lists the roots and checks them concurrently.
 func (r *Readiness) probe(ctx context.Context) error {
 	rs, err := r.Roots(ctx)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, root := range rs {
-		if err := r.probeRoot(ctx, root); err != nil {
-			errs = append(errs, fmt.Errorf("root %s: %w", root.URI, err))
+	errs := make([]error, len(rs))
+	sem := make(chan struct{}, max(1, cmp.Or(r.Concurrency, ReadyConcurrency)))
+	var wg sync.WaitGroup
+	for i, root := range rs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("root %s: not checked: %w", root.URI, context.Cause(ctx))
+			continue
 		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.probeRoot(ctx, root); err != nil {
+				errs[i] = fmt.Errorf("root %s: %w", root.URI, err)
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
 func (r *Readiness) probeRoot(ctx context.Context, root config.Root) error {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(r.RootTimeout, ReadyRootTimeout))
+	defer cancel()
 	s, err := r.Open(ctx, root)
 	if err != nil {
 		return err
@@ -93,7 +126,7 @@ func (r *Readiness) probeRoot(ctx context.Context, root config.Root) error {
 }
 
 // PassFinished marks the store reachable after a pass that reached every
-// root, so /readyz need not probe again right away.
+// root, so a probe within TTL of it need not ask again.
 func (r *Readiness) PassFinished(rep *worker.Report) {
 	for _, rr := range rep.Roots {
 		if rr.Err != nil {

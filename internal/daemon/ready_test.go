@@ -3,13 +3,22 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -108,4 +117,101 @@ func TestReadinessCache(t *testing.T) {
 	p.now = p.now.Add(time.Minute)
 	require.Error(t, r.Check(ctx), "probed again after the TTL")
 	require.Equal(t, 2, p.listed)
+}
+
+// A local root moved away (or unmounted) makes the next probe after
+// ReadyTTL say 503: each probe opens the root again, and opening a local
+// root checks its directory.
+func TestReadinessSeesAMovedRoot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	now := time.Unix(1000, 0)
+	ready := &Readiness{
+		Roots: func(context.Context) ([]config.Root, error) { return []config.Root{{URI: dir}}, nil },
+		Open:  func(_ context.Context, r config.Root) (objstore.Store, error) { return local.Open(r.URI) },
+		Now:   func() time.Time { return now },
+	}
+	h := Handler(prometheus.NewRegistry(), ready)
+	probe := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	code, body := probe()
+	require.Equal(t, http.StatusOK, code, body)
+
+	require.NoError(t, os.Rename(dir, dir+".moved"))
+	code, body = probe()
+	require.Equal(t, http.StatusOK, code, "within ReadyTTL the answer is reused: %s", body)
+	now = now.Add(ReadyTTL)
+	code, body = probe()
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Contains(t, body, "directory does not exist")
+
+	require.NoError(t, os.Rename(dir+".moved", dir))
+	now = now.Add(ReadyTTL)
+	code, body = probe()
+	require.Equal(t, http.StatusOK, code, "ready again once the root is back: %s", body)
+}
+
+// hangs is a store whose Head answers only once every store sharing
+// arrived has been asked (so the roots must be checked at once), or never
+// when arrived is nil.
+type hangs struct {
+	objstore.Store
+	mu      *sync.Mutex
+	waiting *int
+	arrived chan struct{}
+	n       int
+}
+
+func (h hangs) Head(ctx context.Context, key string) (objstore.Object, error) {
+	if h.arrived != nil {
+		h.mu.Lock()
+		if *h.waiting++; *h.waiting == h.n {
+			close(h.arrived)
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.arrived:
+			return h.Store.Head(ctx, key)
+		case <-ctx.Done():
+		}
+	}
+	<-ctx.Done()
+	return objstore.Object{}, ctx.Err()
+}
+
+// A probe ends within its bounds: a root that never answers is not ready
+// after RootTimeout and names itself, and the roots are checked at once, so
+// one slow root does not hold the others back.
+func TestReadinessIsBounded(t *testing.T) {
+	t.Run("a root that never answers", func(t *testing.T) {
+		p := &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory(), "b": hangs{Store: objstore.NewMemory()}}}
+		r := p.readiness()
+		r.RootTimeout = 20 * time.Millisecond
+		err := r.Check(context.Background())
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "root b:")
+		require.NotContains(t, err.Error(), "root a:")
+	})
+	t.Run("roots are checked at once", func(t *testing.T) {
+		const n = 5
+		var mu sync.Mutex
+		var waiting int
+		arrived := make(chan struct{})
+		stores := map[string]objstore.Store{}
+		var roots []config.Root
+		for i := range n {
+			uri := fmt.Sprintf("r%d", i)
+			stores[uri] = hangs{Store: objstore.NewMemory(), mu: &mu, waiting: &waiting, arrived: arrived, n: n}
+			roots = append(roots, config.Root{URI: uri})
+		}
+		r := &Readiness{
+			Roots:       func(context.Context) ([]config.Root, error) { return roots, nil },
+			Open:        func(_ context.Context, root config.Root) (objstore.Store, error) { return stores[root.URI], nil },
+			Concurrency: n,
+		}
+		require.NoError(t, r.Check(context.Background()))
+	})
 }

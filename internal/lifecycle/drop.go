@@ -21,6 +21,7 @@ func (ns *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (
 	if err := ValidateName(name); err != nil {
 		return Marker{}, err
 	}
+	ctx = withTable(ctx, name)
 	if ttl <= 0 {
 		ttl = ns.opts.DefaultTTL
 	}
@@ -48,7 +49,7 @@ func (ns *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (
 		}
 		return Marker{}, fmt.Errorf("drop %q: write marker: %w", name, err)
 	}
-	ns.log.Info("table soft-deleted", "table", name, "ttl", ttl)
+	ns.log.InfoContext(ctx, "table soft-deleted", "table", name, "ttl", ttl.String())
 	return Marker{DeletedAtMs: now.UnixMilli(), TTLMs: ttl.Milliseconds(), HasTTL: true}, nil
 }
 

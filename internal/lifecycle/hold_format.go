@@ -45,6 +45,7 @@ func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, 
 	if err := ValidateName(name); err != nil {
 		return Hold{}, err
 	}
+	ctx = withTable(ctx, name)
 	if reason == "" {
 		return Hold{}, fmt.Errorf("hold %q: a reason is required (for example a ticket or case number)", name)
 	}
@@ -69,7 +70,7 @@ func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, 
 		}
 		return Hold{}, fmt.Errorf("hold %q: write hold: %w", name, err)
 	}
-	ns.log.Info("legal hold placed", "table", name, "reason", reason)
+	ns.log.InfoContext(ctx, "legal hold placed", "table", name, "reason", reason)
 	return h, nil
 }
 
@@ -78,6 +79,7 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
+	ctx = withTable(ctx, name)
 	obj, err := ns.store.Head(ctx, HoldKey(name))
 	if errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("release hold on %q: %w: the table has no legal hold", name, ErrNotFound)
@@ -88,7 +90,7 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 	if err := ns.store.DeleteIfMatch(ctx, HoldKey(name), obj.ETag); err != nil {
 		return fmt.Errorf("release hold on %q: %w", name, err)
 	}
-	ns.log.Info("legal hold released", "table", name)
+	ns.log.InfoContext(ctx, "legal hold released", "table", name)
 	return nil
 }
 

@@ -7,12 +7,14 @@ package lifecycle
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
@@ -94,6 +96,13 @@ func New(store objstore.Store, opts Options) (*Namespace, error) {
 			Logger:        log,
 		},
 	}, nil
+}
+
+// withTable returns ctx naming the table its work is about, so every line
+// logged with it (the lease's, the store's retries) says which table: see
+// internal/logctx. The root is already on the Namespace's logger.
+func withTable(ctx context.Context, name string) context.Context {
+	return logctx.With(ctx, "table", name)
 }
 
 // Store returns the underlying store.

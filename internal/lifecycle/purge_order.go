@@ -112,6 +112,7 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if err := ValidateName(name); err != nil {
 		return res, err
 	}
+	ctx = withTable(ctx, name)
 	planned := opts.Planned != nil && opts.Planned.Name == name
 	body, mobj, m, err := ns.plannedMarker(ctx, name, opts.Planned)
 	if err != nil {
@@ -247,7 +248,7 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), cobj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			return res, fmt.Errorf("purge %q: remove stale purge commit: %w", name, err)
 		}
-		log.Warn("removed a stale purge commit: it named an earlier marker (the table was revived and dropped again outside reaper)",
+		log.WarnContext(ctx, "removed a stale purge commit: it named an earlier marker (the table was revived and dropped again outside reaper)",
 			"committed_by", stale.Owner, "committed_at", stale.committedAt())
 	}
 	switch {
@@ -265,7 +266,7 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		res.Outcome = OutcomeOrphanMarker
 	} else {
 		res.Outcome = OutcomePurged
-		log.Info("purge committed", "objects", manifests.n+rest.n, "manifests", manifests.n, "finishing", commit != nil)
+		log.InfoContext(ctx, "purge committed", "objects", manifests.n+rest.n, "manifests", manifests.n, "finishing", commit != nil)
 	}
 
 	// 5. Manifests first, then the rest.
@@ -296,7 +297,7 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	res.Objects, res.Bytes = d.totals()
 	if errors.Is(err, errBudget) {
 		res.Outcome = OutcomePartial
-		log.Info("purge paused at its object budget; the next pass continues", "objects", res.Objects, "bytes", res.Bytes)
+		log.InfoContext(ctx, "purge paused at its object budget; the next pass continues", "objects", res.Objects, "bytes", res.Bytes)
 		return res, nil
 	}
 	if err != nil {
@@ -330,9 +331,9 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		// A1, A2), so it was ours: the table is purged. Had the fence
 		// refused every attempt, the marker's remover would be a process
 		// that took the lease over, and this purge's lease is lost.
-		log.Warn("the marker delete's answer was lost, but the marker is gone: the table is purged", "error", err)
+		log.WarnContext(ctx, "the marker delete's answer was lost, but the marker is gone: the table is purged", "error", err)
 	}
-	log.Info("purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
+	log.InfoContext(ctx, "purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
 	return res, nil
 }
 
@@ -502,6 +503,6 @@ func (ns *Namespace) release(ctx context.Context, lease *lock.Lease, name string
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if err := lease.Release(ctx); err != nil {
-		ns.log.Warn("release lease", "table", name, "error", err)
+		ns.log.WarnContext(ctx, "release lease", "table", name, "error", err)
 	}
 }

@@ -20,6 +20,7 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
+	ctx = withTable(ctx, name)
 	if err := ns.checkIsTable(ctx, name); err != nil {
 		return fmt.Errorf("revive %q: %w", name, err)
 	}
@@ -98,7 +99,7 @@ func (ns *Namespace) reviveUnderLease(ctx context.Context, verify func(context.C
 		}
 		return fmt.Errorf("revive %q: %w: a purge committed while reviving (or its commit could not be read: %v); the marker was put back so the purge can finish", name, ErrPartiallyPurged, err)
 	}
-	ns.log.Info("table revived", "table", name)
+	ns.log.InfoContext(ctx, "table revived", "table", name)
 	return nil
 }
 

@@ -27,6 +27,7 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, names []string) ([]st
 	var errs []error
 	for _, name := range names {
 		key := LockKey(name)
+		ctx := withTable(ctx, name)
 		body, obj, err := ns.store.Get(ctx, key)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue
@@ -59,7 +60,7 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, names []string) ([]st
 		switch {
 		case err == nil:
 			swept = append(swept, key)
-			ns.log.Info("removed a lease left by a process that died after finishing its table",
+			ns.log.InfoContext(ctx, "removed a lease left by a process that died after finishing its table",
 				"table", name, "owner", info.Owner, "last_written", obj.LastModified)
 		case errors.Is(err, objstore.ErrPrecondition), errors.Is(err, objstore.ErrNotFound):
 			// taken over or released meanwhile

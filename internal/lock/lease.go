@@ -21,7 +21,11 @@ type Lease struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc // cancels ctx, the holder's work context
-	stop   context.CancelFunc      // stops the background goroutines
+	// logCtx carries the values of the context given to Acquire (the
+	// table, the pass) but never ends: every line about the lease, from
+	// the renewer to Release, is logged with it.
+	logCtx context.Context
+	stop   context.CancelFunc // stops the background goroutines
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
@@ -41,7 +45,8 @@ var _ objstore.Fence = (*Lease)(nil)
 // context detached from ctx so a caller that cancels its work still holds
 // the lease until it calls Release.
 func (c *config) start(ctx context.Context, key string, info Info, etag string, sent time.Time, event string) *Lease {
-	l := &Lease{c: c.clone(), key: key, info: info, etag: etag, deadline: c.deadlineAfter(sent)}
+	l := &Lease{c: c.clone(), key: key, info: info, etag: etag, deadline: c.deadlineAfter(sent),
+		logCtx: context.WithoutCancel(ctx)}
 	work, cancel := context.WithCancelCause(ctx)
 	l.ctx, l.cancel = objstore.WithFence(work, l), cancel
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -49,7 +54,7 @@ func (c *config) start(ctx context.Context, key string, info Info, etag string, 
 	l.wg.Add(2)
 	go l.renewLoop(bg)
 	go l.watchDeadline(bg)
-	l.c.log.Info(event, l.attrs()...)
+	l.c.log.InfoContext(l.logCtx, event, l.attrs()...)
 	return l
 }
 
@@ -67,7 +72,7 @@ func (c *config) deadlineAfter(sent time.Time) time.Time {
 func (l *Lease) attrs() []any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return []any{logKey, l.key, logOwner, l.info.Owner, logGeneration, l.info.Generation}
+	return []any{logLease, l.key, logOwner, l.info.Owner, logGeneration, l.info.Generation}
 }
 
 // Context is cancelled when the lease is lost or released (or when the
@@ -173,7 +178,7 @@ func (l *Lease) lose(err error) {
 	l.mu.Unlock()
 	if first {
 		l.cancel(err)
-		l.c.log.Warn("lease lost", append(l.attrs(), "error", err)...)
+		l.c.log.WarnContext(l.logCtx, "lease lost", append(l.attrs(), "error", err)...)
 	}
 }
 
@@ -229,7 +234,7 @@ func (l *Lease) renewLoop(ctx context.Context) {
 				return
 			}
 			if ctx.Err() == nil {
-				l.c.log.Warn("renew lease", append(l.attrs(), "error", err)...)
+				l.c.log.WarnContext(l.logCtx, "renew lease", append(l.attrs(), "error", err)...)
 			}
 		}
 	}
@@ -331,7 +336,7 @@ func (l *Lease) release(ctx context.Context) error {
 	}
 	switch {
 	case err == nil && lost == nil:
-		l.c.log.Info("released", l.attrs()...)
+		l.c.log.InfoContext(l.logCtx, "released", l.attrs()...)
 		return nil
 	case err == nil:
 		return fmt.Errorf("release lock %q: deleted, but %w", l.key, lost)

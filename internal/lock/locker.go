@@ -30,9 +30,11 @@ const (
 	cleanupTimeout = 10 * time.Second
 )
 
-// Log attribute keys.
+// Log attribute keys. The lease object is "lease", not "key": the table and
+// the pass come from the context the lease was acquired with (see
+// internal/logctx), so a line names each concept once.
 const (
-	logKey        = "key"
+	logLease      = "lease"
 	logOwner      = "owner"
 	logGeneration = "generation"
 )
@@ -232,7 +234,7 @@ func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 	obj, err = c.store.PutIfMatch(ctx, key, body, cur.ETag)
 	switch {
 	case err == nil:
-		c.log.Info("took over expired lease", logKey, key, logOwner, c.owner, logGeneration, info.Generation,
+		c.log.InfoContext(ctx, "took over expired lease", logLease, key, logOwner, c.owner, logGeneration, info.Generation,
 			"previous_owner", holder.Owner, "last_written", cur.LastModified, "store_now", storeNow)
 		return c.start(ctx, key, info, obj.ETag, sent, "acquired by takeover"), nil
 	case errors.Is(err, objstore.ErrNotFound):
@@ -274,10 +276,10 @@ func (c *config) landed(ctx context.Context, key, token string, sent time.Time, 
 	}
 	if ctx.Err() != nil {
 		if err := c.store.DeleteIfMatch(rctx, key, obj.ETag); err != nil {
-			c.log.Warn("could not give back lease after cancelled acquire", logKey, key, logOwner, c.owner, "error", err)
+			c.log.WarnContext(ctx, "could not give back lease after cancelled acquire", logLease, key, logOwner, c.owner, "error", err)
 		}
 		return nil, writeErr
 	}
-	c.log.Info("ambiguous write landed", logKey, key, logOwner, c.owner, "error", writeErr)
+	c.log.InfoContext(ctx, "ambiguous write landed", logLease, key, logOwner, c.owner, "error", writeErr)
 	return c.start(ctx, key, info, obj.ETag, sent, "acquired after ambiguous write"), nil
 }

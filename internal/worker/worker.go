@@ -23,6 +23,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
@@ -84,6 +85,9 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	rep := &Report{PassID: newPassID(now()), Started: now(), DryRun: w.dryRun()}
 	log = log.With("pass_id", rep.PassID)
+	// Lines logged below with the pass's context (leases, retries) name
+	// the pass too.
+	ctx = logctx.With(ctx, "pass_id", rep.PassID)
 	ctx, span := tracer.Start(ctx, "reaper.pass", trace.WithAttributes(
 		attribute.String("reaper.pass_id", rep.PassID), attribute.Bool("reaper.dry_run", rep.DryRun)))
 	defer span.End()
@@ -169,6 +173,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	cfg := p.w.Config
 	rr := &RootReport{Root: root.URI, Started: p.now()}
 	log := p.log.With("root", root.URI)
+	ctx = logctx.With(ctx, "root", root.URI)
 	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
 	defer span.End()
 	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr); endRootSpan(span, rr) }()

@@ -55,9 +55,11 @@ type Options struct {
 	// of the key layout supplies it (lifecycle.IsLockKey); nil paces every
 	// key.
 	Unpaced func(key string) bool
-	// OnRetry, if set, is called before each wait with the operation name,
-	// the number of the attempt that failed (1-based), its error and the wait.
-	OnRetry func(op string, attempt int, err error, wait time.Duration)
+	// OnRetry, if set, is called before each wait with the request's
+	// context (log with it: it names the table and the pass, see
+	// internal/logctx), the operation name, the number of the attempt that
+	// failed (1-based), its error and the wait.
+	OnRetry func(ctx context.Context, op string, attempt int, err error, wait time.Duration)
 	// Sleep waits for d or until ctx is done; default a timer honouring ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock MaxElapsed is measured on; default time.Now.

@@ -64,7 +64,7 @@ func TestRetriesThenSucceeds(t *testing.T) {
 		wait    time.Duration
 	}
 	var got []retried
-	opts.OnRetry = func(op string, attempt int, err error, wait time.Duration) {
+	opts.OnRetry = func(_ context.Context, op string, attempt int, err error, wait time.Duration) {
 		require.ErrorIs(t, err, errTransient)
 		got = append(got, retried{op, attempt, wait})
 	}
@@ -124,7 +124,7 @@ func TestCancelledContextStops(t *testing.T) {
 	// Cancelled during the wait after a failure: no further attempt.
 	ctx, cancel = context.WithCancel(t.Context())
 	opts := testOptions(clk)
-	opts.OnRetry = func(string, int, error, time.Duration) { cancel() }
+	opts.OnRetry = func(context.Context, string, int, error, time.Duration) { cancel() }
 	s = Wrap(f, opts)
 	_, err = s.Head(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)
