@@ -56,7 +56,7 @@ func parseFlags(args []string) (config, error) {
 	var sizes, local, peers, gcsSizes, azSizes string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
-	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000)")
+	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000), or \"none\"")
 	fs.StringVar(&gcsSizes, "gcs-sizes", "10000", "objects per table on Google Cloud Storage (fake-gcs-server, emulator figures; its uploads slow down as a bucket grows, ~45 objects/s at 10,000), comma-separated; \"none\" skips it")
 	fs.StringVar(&azSizes, "azure-sizes", "", "objects per table on Azurite, comma-separated, or \"none\" (default 2000: the emulator slows with its blob count)")
 	fs.StringVar(&local, "local-sizes", "", "objects per table for the local reaper vs rm -rf runs (default 10000,100000; quick 10000), or \"none\"")
@@ -80,8 +80,10 @@ func parseFlags(args []string) (config, error) {
 		def = "10000"
 	}
 	var err error
-	if c.Sizes, err = intList(sizes, def); err != nil {
-		return c, err
+	if sizes != "none" {
+		if c.Sizes, err = intList(sizes, def); err != nil {
+			return c, err
+		}
 	}
 	if local != "none" {
 		if c.LocalSizes, err = intList(local, def); err != nil {

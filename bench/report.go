@@ -56,6 +56,15 @@ func (s *series) rate() float64 {
 	return float64(s.Objects) / s.median().Seconds()
 }
 
+// maxAnon is the largest anonymous peak of the runs.
+func (s *series) maxAnon() int64 {
+	var m int64
+	for _, x := range s.Samples {
+		m = max(m, x.MaxAnon)
+	}
+	return m
+}
+
 func (s *series) maxRSS() int64 {
 	var m int64
 	for _, x := range s.Samples {
@@ -198,16 +207,16 @@ func (r *report) targets() []target {
 		}
 		ratio := rs.median().Seconds() / rm.median().Seconds()
 		ts = append(ts, target{
-			Name: fmt.Sprintf("local purge, %s: <= 1.3x rm -rf", scen),
-			Want: fmt.Sprintf("<= %s", fmtDur(time.Duration(1.3*float64(rm.median())))),
-			Got:  fmt.Sprintf("%s (%.2fx)", fmtDur(rs.median()), ratio),
-			Pass: ratio <= 1.3, Why: whyLocal,
+			Name: fmt.Sprintf("local purge, %s: <= %.1fx rm -rf", scen, localTarget),
+			Want: fmt.Sprintf("<= %s", fmtDur(time.Duration(localTarget*float64(rm.median())))),
+			Got:  fmt.Sprintf("%s (%.2fx; min %s, max %s; rm -rf min %s, max %s)", fmtDur(rs.median()), ratio, fmtDur(rs.min()), fmtDur(rs.max()), fmtDur(rm.min()), fmtDur(rm.max())),
+			Pass: ratio <= localTarget, Why: whyLocal,
 		})
 	}
 	if rs := r.find(r.RSSScenario, "reaper"); rs != nil {
 		ts = append(ts, target{
 			Name: fmt.Sprintf("peak RSS purging %d local objects", rs.Objects),
-			Want: "< 64 MiB", Got: mib(rs.maxRSS()),
+			Want: "< 64 MiB", Got: fmt.Sprintf("%s (anonymous %s; the rest are the executable's own pages)", mib(rs.maxRSS()), mib(rs.maxAnon())),
 			Pass: rs.maxRSS() < 64<<20, Why: whyRSS,
 		})
 	}
@@ -395,9 +404,13 @@ PAUSE read comes first (it also dates the store's clock), so a discovered root c
 one does (internal/worker/discovery_cost_test.go counts them on S3 and local).
 `
 
+// localTarget is issue 15's bound on a local purge: faster than rm -rf,
+// which unlinks from one thread and fsyncs nothing.
+const localTarget = 0.8
+
 func concName(n int) string {
 	if n == 0 {
-		return "4, the default"
+		return "4 growing to 16 while the store does not push back (limits.delete_concurrency and max_delete_concurrency), the default"
 	}
 	return fmt.Sprint(n)
 }

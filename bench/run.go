@@ -17,8 +17,12 @@ import (
 type runResult struct {
 	Wall   time.Duration
 	MaxRSS int64 // bytes, from the child's rusage (VmHWM)
-	Stdout []byte
-	Stderr []byte
+	// MaxAnon is the peak of RssAnon (bytes): the process's own memory,
+	// without the pages of its executable the kernel mapped in (RssFile),
+	// which a large static binary makes tens of MiB of VmHWM.
+	MaxAnon int64
+	Stdout  []byte
+	Stderr  []byte
 }
 
 // measure runs argv with env added to the environment and returns its wall
@@ -31,19 +35,19 @@ func measure(ctx context.Context, env []string, argv ...string) (runResult, erro
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
 	err := cmd.Start()
-	var hwm int64
+	var hwm, anon int64
 	if err == nil {
 		done := make(chan struct{})
 		polled := make(chan struct{})
 		go func() {
 			defer close(polled)
-			hwm = pollHWM(cmd.Process.Pid, done)
+			hwm, anon = pollHWM(cmd.Process.Pid, done)
 		}()
 		err = cmd.Wait()
 		close(done)
 		<-polled
 	}
-	res := runResult{Wall: time.Since(start), Stdout: out.Bytes(), Stderr: errb.Bytes(), MaxRSS: hwm}
+	res := runResult{Wall: time.Since(start), Stdout: out.Bytes(), Stderr: errb.Bytes(), MaxRSS: hwm, MaxAnon: anon}
 	if cmd.ProcessState != nil && hwm == 0 {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			res.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
@@ -59,23 +63,24 @@ func measure(ctx context.Context, env []string, argv ...string) (runResult, erro
 // own memory since exec) every 5 ms until done. The child's rusage Maxrss is
 // not used: Linux folds the parent's RSS at fork/vfork time into it, so a
 // tiny rm -rf would report the harness's own size.
-func pollHWM(pid int, done <-chan struct{}) int64 {
+func pollHWM(pid int, done <-chan struct{}) (peak, anon int64) {
 	path := fmt.Sprintf("/proc/%d/status", pid)
-	var peak int64
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
 		if b, err := os.ReadFile(path); err == nil {
 			for _, l := range strings.Split(string(b), "\n") {
 				if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-					kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-					peak = max(peak, kb*1024)
+					peak = max(peak, kib(v))
+				}
+				if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
+					anon = max(anon, kib(v))
 				}
 			}
 		}
 		select {
 		case <-done:
-			return peak
+			return peak, anon
 		case <-t.C:
 		}
 	}
@@ -151,4 +156,10 @@ func sum(m map[string]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// kib parses a /proc status value such as "  1234 kB" into bytes.
+func kib(v string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+	return n * 1024
 }

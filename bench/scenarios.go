@@ -18,6 +18,8 @@ import (
 type sample struct {
 	Wall   time.Duration
 	MaxRSS int64
+	// MaxAnon is the peak anonymous RSS (runResult.MaxAnon).
+	MaxAnon int64 `json:",omitempty"`
 	// Server is the request count by operation from versitygw's access log;
 	// Client is reaper's own count (reaper_s3_http_requests_total).
 	Server, Client map[string]int64
@@ -332,7 +334,7 @@ func localPurge(ctx context.Context, c config, t tools, n, reps int, withPeer bo
 					return fmt.Errorf("%s: %s left files", root, name)
 				}
 			}
-			byName[name].add(sample{Wall: res.Wall, MaxRSS: res.MaxRSS})
+			byName[name].add(sample{Wall: res.Wall, MaxRSS: res.MaxRSS, MaxAnon: res.MaxAnon})
 			byName[name].Command = strings.Join(argv, " ")
 			logf("%s %-7s rep %d: %s, %.1f MiB", scen, name, r+1, res.Wall.Round(time.Millisecond), float64(res.MaxRSS)/(1<<20))
 			os.RemoveAll(filepath.Dir(root))

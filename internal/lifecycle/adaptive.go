@@ -14,6 +14,10 @@ import (
 // pushback (503 SlowDown, 429…, as the backend classifies it, counted by
 // the retry layer) halves it, never below one. The retry layer's pacer
 // slows the requests themselves; this slows how many are queued behind it.
+// A store that cannot push back (a local disk: no retry layer counts
+// pushbacks) gives no signal to stop growing, and its unlinks in one
+// directory serialize in the kernel anyway: there the limit stays at the
+// start, which also keeps a million-file purge's memory flat.
 
 // inflight is an adaptive limit on concurrent batches.
 type inflight struct {
@@ -27,11 +31,13 @@ type inflight struct {
 }
 
 // newInflight starts at start (at least 1) and grows to ceiling (at least
-// start); pushbacks may be nil.
+// start) while pushbacks, if not nil, does not move; with pushbacks nil it
+// stays at start.
 func newInflight(start, ceiling int, pushbacks func() uint64) *inflight {
 	start = max(1, start)
-	f := &inflight{limit: start, ceiling: max(start, ceiling), wake: make(chan struct{}), pushbacks: pushbacks}
+	f := &inflight{limit: start, ceiling: start, wake: make(chan struct{}), pushbacks: pushbacks}
 	if pushbacks != nil {
+		f.ceiling = max(start, ceiling)
 		f.seen = pushbacks()
 	}
 	return f

@@ -15,7 +15,7 @@ import (
 )
 
 func TestInflightLimit(t *testing.T) {
-	var pushbacks atomic.Uint64
+	var pushbacks, none atomic.Uint64
 	for _, tc := range []struct {
 		name           string
 		start, ceiling int
@@ -23,10 +23,11 @@ func TestInflightLimit(t *testing.T) {
 		steps          []string // "ok", "fail", "push" (a pushback, then ok)
 		want           []int    // limit after each step
 	}{
-		{"grows by one per answered batch up to the ceiling", 2, 5, nil, []string{"ok", "ok", "ok", "ok"}, []int{3, 4, 5, 5}},
-		{"a failed batch does not grow it", 2, 5, nil, []string{"fail", "ok"}, []int{2, 3}},
+		{"grows by one per answered batch up to the ceiling", 2, 5, none.Load, []string{"ok", "ok", "ok", "ok"}, []int{3, 4, 5, 5}},
+		{"a failed batch does not grow it", 2, 5, none.Load, []string{"fail", "ok"}, []int{2, 3}},
 		{"a pushback halves it, never below one", 8, 16, pushbacks.Load, []string{"push", "push", "push", "push", "ok"}, []int{4, 2, 1, 1, 2}},
-		{"a ceiling below the start keeps it fixed", 4, 1, nil, []string{"ok", "ok"}, []int{4, 4}},
+		{"a ceiling below the start keeps it fixed", 4, 1, none.Load, []string{"ok", "ok"}, []int{4, 4}},
+		{"a store that cannot push back stays at the start", 2, 5, nil, []string{"ok", "ok"}, []int{2, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newInflight(tc.start, tc.ceiling, tc.pushbacks)
