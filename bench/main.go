@@ -41,6 +41,7 @@ type config struct {
 	StatusDeleted int
 	Roots         int
 	DeleteConc    int // limits.delete_concurrency for reaper; 0 = reaper's default
+	AWSMaxObjects int // awscli runs only on tables up to this size; 0 = all
 	Peers         []string
 	WorkDir       string
 	Out           string
@@ -66,6 +67,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.StatusDeleted, "status-deleted", 1_000, "of which soft-deleted")
 	fs.IntVar(&c.Roots, "roots", 1_000, "small roots in the discover pass")
 	fs.IntVar(&c.DeleteConc, "delete-concurrency", 0, "reaper limits.delete_concurrency (0 = reaper's default)")
+	fs.IntVar(&c.AWSMaxObjects, "awscli-max-objects", 0, "run awscli only on S3 tables of at most this many objects (0 = every size); it deletes one key per request")
 	fs.StringVar(&peers, "peers", "awscli,rclone", "S3 peers to run")
 	fs.StringVar(&c.WorkDir, "workdir", "", "scratch directory (default a new temporary directory, removed afterwards)")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "results file, relative to the repository")

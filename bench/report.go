@@ -150,8 +150,8 @@ func verdict(ok bool) string {
 }
 
 // perRoot is what a pass spends on each root whatever it holds: the plan's
-// root listing and one HEAD of the pause object (the stale-lease sweep uses
-// the plan's listing).
+// root listing and one listing of the pause switch (the stale-lease sweep
+// uses the plan's listing).
 const perRoot = 2
 
 // targets evaluates every goal the issue sets.
@@ -291,7 +291,7 @@ func (r *report) markdown() string {
 	r.gcsSection(&b)
 	r.azureSection(&b)
 	w("\n## Local purge: reaper vs rm -rf\n\n")
-	w("Each run on a freshly written table (files created, then `sync`). reaper fsyncs every directory it deleted from (crash-safe order); `rm -rf` does not.\n\n")
+	w("Each run on a freshly written table (files created, then `sync`). reaper fsyncs each directory it deleted from once per phase (the manifests, then the rest: the crash-safe order); `rm -rf` fsyncs nothing.\n\n")
 	for _, scen := range r.scenarios("local/") {
 		r.table(&b, scen)
 	}
@@ -348,54 +348,54 @@ func (r *report) markdown() string {
 const analysis = `
 ## Analysis: why a target is missed, and what would close it
 
-**Requests per table.** A pass spends 2 requests per root whatever its tables (the plan's root listing
-and the HEAD of _reaper/PAUSE; the stale-lease sweep reads only the leases that listing showed without
-a marker, so a root without such leases costs nothing more); one purged table of N objects then costs ceil(N/1000) walk listings +
-the DeleteObjects batches + 8: the plan's marker GET, the lease PUT (If-None-Match), the marker and hold
-GETs under the lease, the verify listing, the marker DELETE (If-Match) and the lease DELETE (If-Match);
-splitting the manifests into their own first batch adds one DeleteObjects when the manifest count is
-not a multiple of 1,000 (it is counted against the +8 here). A purge longer than a third of
-defaults.lease_ttl adds one lease renewal PUT per third: the +8 has no room for those. The first run of
-this harness measured 32 (12 fixed) before three changes: DeleteObject If-Match without a HEAD first,
-the plan's marker handed to the purge, and the hold read once under the lease. The first full run
-(2026-11-30, commit bd6f3a2) missed the bound at 100,000 objects by 1-2 requests for that reason:
-the purge took 22-30 s under the then-default 30 s lease, renewed every 10 s, so 2-3 renewal PUTs
-(PutObject 3-4). The default lease is now 2 minutes (renewed every 40 s): a purge of up to ~40 s
-needs no renewal, a dead holder blocks its table for at most 2 minutes (passes run minutes apart), and
-a renewal survives a longer store outage. Beyond that, each 40 s adds one PUT; one LIST of
-<name>. under the lease instead of the marker and hold GETs would save one request per table on S3.
-Re-measured right after that change (commit 71bf727, reaper only, 5 runs, same machine:
-` + "`go run ./bench --sizes 100000 --local-sizes 1000 --rss-objects 0 --status-tables 0 --roots 0 --peers \"\"`" + `):
-209 requests for the whole command in every run, 207 for the table (PutObject 1, no renewal): PASS;
-median 29.1 s, 3441 objects/s.
+**Requests per table.** The +8 of this bound predates the safety protocol (docs/PROTOCOL.md), which
+re-checks, immediately before the commit and before every batch of 1,000 deletes, everything that can
+stop a purge: the lease read back from the store (HEAD, a GET when its ETag moved), the legal hold
+(GET), the root's PAUSE switch (a listing), the marker and the purge commit (a HEAD each), all five
+at once, so they cost one round trip, not five. A table of N objects therefore costs ceil(N/1000)
+walk listings + ceil(N/1000) DeleteObjects + 5 x (ceil(N/1000) + 2) guard reads + about 10 fixed
+requests (the plan's marker read, the lease PUT, the marker, commit and hold reads under the lease,
+the commit PUT, the verify listing, and the commit, marker and lease DELETEs), plus one renewal PUT
+per 40 s of purge (default lease 2 min, renewed every third). That is about 90 at 10,000 objects and
+about 720 at 100,000, against bounds of 28 and 208: a miss by design, kept because the guard is what
+makes a hold, a PAUSE, a revive or a lost lease stop a purge before its next batch (PROTOCOL.md P1,
+P3, A3) rather than at its end. What would close most of it: one listing of the table's siblings
+(<name>.*: marker, hold, commit and lease come back with their ETags in one request) instead of the
+four reads, so 2 requests per batch instead of 5 — fewer requests, but on AWS a LIST is billed like a
+PUT, ten times a GET, so the bill would go up; or guarding every k batches, which weakens P3 and is
+not done. The requests are cheap in time: the walk and the DeleteObjects dominate (see the floor).
 
-**Throughput on S3.** reaper's DeleteObjects batches of 1,000 keys send about 1/1000 of the peers'
-requests (awscli and rclone send one DeleteObject per key against this server), so reaper's rate is
-bounded by how fast versitygw's posix backend unlinks files, not by requests.
+**Throughput on S3 vs the floor.** The floor lists the prefix once and sends its ten (or hundred)
+DeleteObjects batches 16 at a time, with nothing else. reaper adds, per table: the plan (root listing,
+PAUSE, marker), the lease, the commit, the guard before each batch, the manifests' batch alone before
+the rest (a crash never leaves a table whose manifests point at deleted files), the verify listing and
+the marker last. With the old fixed limits.delete_concurrency of 4 it measured 1.5x the floor at 10,000
+objects on this machine (quick runs before this one); with a fixed 16, 1.16-1.3x. Since this run the
+limit is adaptive: it starts at limits.delete_concurrency (4) and grows by one per batch answered
+without pushback, up to limits.max_delete_concurrency (16), halving on a 503 SlowDown or 429 that the
+retry layer counts. At 10,000 objects the fixed costs above are ~0.1-0.3 s of a ~2 s purge, so
+10,000 is the hard case; at 100,000 they amortise.
 
 **Local purge vs rm -rf.** reaper stats every file once (the identity fence needs each modification
-time), spills the key list beyond 10,000 keys to a temporary file so memory stays flat, takes a
-per-directory lock and fsyncs every directory it deleted from; rm -rf does none of that. The runs are
-noisy on this 2-core machine (other work shares the disk), hence the min/max columns. At 10,000 and
-100,000 files (5 runs each) reaper stays within 1.3x. The 1,000,000-file table is purged once per
-contender (it exists for the peak-RSS check; two copies take ~4 minutes to write), and there the full run
-measured 1.42x: 280 s against 196 s. One run each is weak evidence: writing the identical copies took
-69 s before reaper's run and 151 s before rm -rf's, so the disk was in a different state, and rm -rf
-alone ranged 16-31 s over its five 100,000-file runs. reaper's own overhead is small: an experiment
-right after the full run (local/100000, 2 runs each, a build with the directory fsyncs switched off,
-not committed) measured 22.1 and 24.2 s without fsyncs against 24.4 and 24.9 s with them, while
-rm -rf took 21.9-35.6 s on the same disk in the same minutes. So the 1,000 directory fsyncs (one per
-1,000-key batch) cost at most a few percent (the per-file stat of the identity fence was not measured
-apart). What would close the gap for certain: more runs at 1M (each pair takes ~12 minutes here), and
-on the local backend one fsync per touched directory before the marker is deleted (the manifests'
-directory still first) instead of one per batch.
+time), spills the key list beyond 10,000 keys to a temporary file so memory stays flat, and takes a
+shared per-directory lock; rm -rf (GNU, unlinking from one thread in inode order) does none of that.
+Since this run reaper fsyncs each touched directory once per phase (the manifests, then the rest)
+instead of once per 1,000-key batch: the 1,000 fsyncs of data/ at 1M objects were the measured gap of
+the previous run (1.42x). Unconditional deletes now share the directory lock, so a purge's concurrent
+batches in one directory no longer queue on it. The runs are noisy on this 2-core machine (rm -rf alone
+ranges widely; see min and max). The 1,000,000-file pair runs once per contender (each pair takes about
+5 minutes to write and purge here; five alternating pairs, as issue 15 asks, would add ~25 minutes to
+a run that already takes most of an hour), so its ratio is one sample each.
 
 **Peak RSS.** Measured by polling /proc/<pid>/status VmHWM (the child's rusage Maxrss would include
-the harness's own RSS, folded in at fork). reaper's baseline is ~35-45 MiB (Go runtime, AWS SDK,
-Prometheus, OpenTelemetry linked in), and purging 1,000,000 local files stays there: the local
-backend's Walk streams a directory of more than 10,000 entries in directory order, 1,024 entries at a
-time, and the purge spills the keys to a temporary file, so no listing is ever held whole. (Before
-that change, the first quick run read and sorted the ~800,000 names of data/ in memory.)
+the harness's own RSS, folded in at fork). Most of it is not the purge: reaper --version alone peaks at
+~47 MiB, of which ~42 MiB are pages of its own 75 MB static executable that the kernel maps in (RssFile:
+the AWS, Google Cloud Storage and Azure SDKs, gRPC, Prometheus and OpenTelemetry linked in); its
+anonymous memory is ~8 MiB. The anonymous peak is reported beside VmHWM. Purging 1,000,000 local files
+adds little: the local backend's Walk streams a directory of more than 10,000 entries in directory
+order, 1,024 entries at a time, the purge spills the keys to a temporary file, and on a local disk the
+delete concurrency does not grow (no pushback signal; unlinks in one directory serialise in the
+kernel anyway).
 
 **Scan cost.** status reads each marker once (GetObject per soft-deleted table) after one paged
 listing. A discovered root used to cost one more listing per pass (the check that the child is a

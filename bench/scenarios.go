@@ -108,10 +108,12 @@ func rotate(xs []string, i int) []string {
 const floorName = "floor"
 
 // s3Contenders are reaper, the floor, and the peers that are installed.
-func s3Contenders(c config, t tools) []string {
+func s3Contenders(c config, t tools, n int) []string {
 	out := []string{"reaper", floorName}
 	for _, p := range c.Peers {
 		switch {
+		case p == "awscli" && c.AWSMaxObjects > 0 && n > c.AWSMaxObjects:
+			logf("s3/%d: awscli skipped above --awscli-max-objects %d (one DeleteObject per key: ~5 min a run at 100,000)", n, c.AWSMaxObjects)
 		case p == "awscli" && t.AWS != "", p == "rclone" && t.Rclone != "":
 			out = append(out, p)
 		default:
@@ -132,7 +134,7 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 	defer os.RemoveAll(tpl)
 	scen := fmt.Sprintf("s3/%d", n)
 	byName := map[string]*series{}
-	contenders := s3Contenders(c, t)
+	contenders := s3Contenders(c, t, n)
 	for _, name := range contenders {
 		byName[name] = &series{Scenario: scen, Contender: name, Objects: n}
 		rep.Series = append(rep.Series, byName[name])
