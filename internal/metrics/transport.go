@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // RequestCounter is an http.RoundTripper that counts S3 requests by
@@ -25,11 +27,13 @@ type RequestCounter struct {
 
 var _ http.RoundTripper = (*RequestCounter)(nil)
 
-// NewRequestCounter counts the requests sent through next
-// (http.DefaultTransport when nil). m may be nil: Counts still works.
+// NewRequestCounter counts the requests sent through next (when nil,
+// objstore.NewHTTPTransport: a pool sized for reaper's concurrency, not
+// http.DefaultTransport's two idle connections per host). m may be nil:
+// Counts still works.
 func NewRequestCounter(next http.RoundTripper, m *Metrics) *RequestCounter {
 	if next == nil {
-		next = http.DefaultTransport
+		next = objstore.NewHTTPTransport()
 	}
 	return &RequestCounter{next: next, m: m, counts: make(map[string]int64)}
 }

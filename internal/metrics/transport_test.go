@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // fakeS3 answers every request minimally: 404 under /bucket/missing, 204 for
@@ -140,3 +142,12 @@ func TestRequestCounterSDK(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// With no transport given, requests go through the HTTP backends' pool,
+// not http.DefaultTransport (two idle connections per host).
+func TestRequestCounterDefaultsToThePool(t *testing.T) {
+	c := NewRequestCounter(nil, nil)
+	tr, ok := c.next.(*http.Transport)
+	require.True(t, ok, "next is %T", c.next)
+	require.Equal(t, objstore.HTTPIdleConnsPerHost, tr.MaxIdleConnsPerHost)
+}
