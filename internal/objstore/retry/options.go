@@ -59,7 +59,7 @@ type Options struct {
 	// context (log with it: it names the table and the pass, see
 	// internal/logctx), the operation name, the number of the attempt that
 	// failed (1-based), its error and the wait.
-	OnRetry func(ctx context.Context, op string, attempt int, err error, wait time.Duration)
+	OnRetry func(ctx context.Context, op, key string, attempt int, err error, wait time.Duration)
 	// Sleep waits for d or until ctx is done; default a timer honouring ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock MaxElapsed is measured on; default time.Now.

@@ -120,7 +120,7 @@ func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context)
 		}
 		wait := min(s.opts.backoff(attempt), remaining)
 		if s.opts.OnRetry != nil {
-			s.opts.OnRetry(ctx, op, attempt, err, wait)
+			s.opts.OnRetry(ctx, op, key, attempt, err, wait)
 		}
 		if serr := s.opts.Sleep(ctx, wait); serr != nil {
 			return attempt, fmt.Errorf("%s %q: %w (last error: %w)", op, key, serr, err)

@@ -59,21 +59,21 @@ func TestRetriesThenSucceeds(t *testing.T) {
 	f := newFlaky(objstore.NewMemory(), 2)
 	opts := testOptions(clk)
 	type retried struct {
-		op      string
+		op, key string
 		attempt int
 		wait    time.Duration
 	}
 	var got []retried
-	opts.OnRetry = func(_ context.Context, op string, attempt int, err error, wait time.Duration) {
+	opts.OnRetry = func(_ context.Context, op, key string, attempt int, err error, wait time.Duration) {
 		require.ErrorIs(t, err, errTransient)
-		got = append(got, retried{op, attempt, wait})
+		got = append(got, retried{op, key, attempt, wait})
 	}
 	s := Wrap(f, opts)
 
 	_, err := s.Put(t.Context(), "k", []byte("v"))
 	require.NoError(t, err)
 	require.Equal(t, 3, f.count("put"), "put calls: got/want")
-	want := []retried{{"put", 1, 100*time.Millisecond - 1}, {"put", 2, 200*time.Millisecond - 1}}
+	want := []retried{{"put", "k", 1, 100*time.Millisecond - 1}, {"put", "k", 2, 200*time.Millisecond - 1}}
 	require.Equal(t, want, got, "retries: got/want")
 	require.Equal(t, []time.Duration{want[0].wait, want[1].wait}, clk.Waits(), "waits: got/want")
 }
@@ -124,7 +124,7 @@ func TestCancelledContextStops(t *testing.T) {
 	// Cancelled during the wait after a failure: no further attempt.
 	ctx, cancel = context.WithCancel(t.Context())
 	opts := testOptions(clk)
-	opts.OnRetry = func(context.Context, string, int, error, time.Duration) { cancel() }
+	opts.OnRetry = func(context.Context, string, string, int, error, time.Duration) { cancel() }
 	s = Wrap(f, opts)
 	_, err = s.Head(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)

@@ -100,8 +100,8 @@ func retryOptions(uri string, b objstore.Backend, o Options) retry.Options {
 		IsThrottle:  throttle,
 		Pacer:       o.Pacer,
 		Unpaced:     o.Unpaced,
-		OnRetry: func(ctx context.Context, op string, attempt int, err error, wait time.Duration) {
-			log.WarnContext(ctx, "store request retried", "root", uri, "op", op, "attempt", attempt, "wait", wait.String(), "error", err)
+		OnRetry: func(ctx context.Context, op, key string, attempt int, err error, wait time.Duration) {
+			log.WarnContext(ctx, "store request retried", "root", uri, "op", op, "key", key, "attempt", attempt, "wait", wait.String(), "error", err)
 		},
 	}
 }
