@@ -1,11 +1,8 @@
 package gcs
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
@@ -25,12 +22,13 @@ func mapError(err error) error {
 	case errors.Is(err, storage.ErrBucketNotExist):
 		// A missing bucket is a misconfiguration, never a missing key.
 		return err
-	case objstore.UnreachableError(err, fixEndpoint) != nil:
-		return objstore.UnreachableError(err, fixEndpoint)
 	case errors.Is(err, storage.ErrObjectNotExist) || httpStatus(err) == 404:
 		return fmt.Errorf("%w: %w", objstore.ErrNotFound, err)
 	case httpStatus(err) == 412:
 		return fmt.Errorf("%w: %w", objstore.ErrPrecondition, err)
+	}
+	if me := objstore.UnreachableError(err, fixEndpoint); me != nil {
+		return me
 	}
 	return err
 }
@@ -50,37 +48,19 @@ func httpStatus(err error) int {
 // 4xx answers are permanent. A transient failure of a conditional write may
 // still have landed; the retry wrapper re-reads before calling a later
 // precondition failure lost.
-func IsTransient(err error) bool {
-	switch {
-	case errors.Is(err, objstore.ErrRequestDeadline):
-		return true
-	case err == nil,
-		errors.Is(err, context.Canceled),
-		errors.Is(err, objstore.ErrFenced),
-		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, objstore.ErrNotFound),
-		errors.Is(err, objstore.ErrPrecondition),
-		errors.Is(err, objstore.ErrInvalidKey):
-		return false
-	}
-	var be *objstore.BatchError
-	if errors.As(err, &be) {
-		for _, f := range be.Failed {
-			if !IsTransient(f.Err) {
-				return false
-			}
-		}
-		return len(be.Failed) > 0
-	}
+func IsTransient(err error) bool { return objstore.ClassifyTransient(err, transientAnswer) }
+
+// transientAnswer reads one GCS answer for IsTransient: 408, 429 and 5xx
+// but 501 are transient, any other status is not, and an error without a
+// status is left to the shared network check.
+func transientAnswer(err error) (transient, decided bool) {
 	switch httpStatus(err) {
 	case 408, 429, 500, 502, 503, 504:
-		return true
+		return true, true
 	case 0:
-	default:
-		return false
+		return false, false
 	}
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return false, true
 }
 
 // IsThrottle reports whether err is the service pushing back: 429 (rate
@@ -88,19 +68,10 @@ func IsTransient(err error) bool {
 // pacer slows the whole pass on these only; a reset connection, a 502/504
 // from a proxy or a 408 is retried without slowing it. A batch is a
 // throttle when any of its failed keys is.
-func IsThrottle(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var be *objstore.BatchError
-	if errors.As(err, &be) {
-		for _, f := range be.Failed {
-			if IsThrottle(f.Err) {
-				return true
-			}
-		}
-		return false
-	}
+func IsThrottle(err error) bool { return objstore.ClassifyThrottle(err, pushback) }
+
+// pushback reports one answer that is GCS asking for fewer requests.
+func pushback(err error) bool {
 	switch httpStatus(err) {
 	case 429, 500, 503:
 		return true
