@@ -1,11 +1,8 @@
 package azure
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
@@ -76,57 +73,26 @@ func status(err error) (int, string) {
 // 429 and 408 answers, OperationTimedOut, network failures, and a request
 // the fence's time limit ended. Cancellation, the objstore sentinels and
 // other 4xx answers are permanent.
-func IsTransient(err error) bool {
-	switch {
-	case errors.Is(err, objstore.ErrRequestDeadline):
-		return true
-	case err == nil,
-		errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, objstore.ErrFenced),
-		errors.Is(err, objstore.ErrNotFound),
-		errors.Is(err, objstore.ErrPrecondition),
-		errors.Is(err, objstore.ErrInvalidKey):
-		return false
-	}
-	var be *objstore.BatchError
-	if errors.As(err, &be) {
-		for _, f := range be.Failed {
-			if !IsTransient(f.Err) {
-				return false
-			}
-		}
-		return len(be.Failed) > 0
-	}
+func IsTransient(err error) bool { return objstore.ClassifyTransient(err, transientAnswer) }
+
+// transientAnswer reads one Azure answer for IsTransient: pushback, 408,
+// a proxy's 502/504 and OperationTimedOut are transient, any other answer
+// is not, and an error without one is left to the shared network check.
+func transientAnswer(err error) (transient, decided bool) {
 	if pushback(err) {
-		return true
+		return true, true
 	}
 	if st, code := status(err); st != 0 {
-		return st == 408 || st == 502 || st == 504 || code == "OperationTimedOut"
+		return st == 408 || st == 502 || st == 504 || code == "OperationTimedOut", true
 	}
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return false, false
 }
 
 // IsThrottle reports whether err is the store pushing back: 503 ServerBusy
 // (and 503 in general), 429, and 500 InternalError or OperationTimedOut,
 // which Azure answers under load too. A batch is a throttle when any of its
 // failed keys is.
-func IsThrottle(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var be *objstore.BatchError
-	if errors.As(err, &be) {
-		for _, f := range be.Failed {
-			if IsThrottle(f.Err) {
-				return true
-			}
-		}
-		return false
-	}
-	return pushback(err)
-}
+func IsThrottle(err error) bool { return objstore.ClassifyThrottle(err, pushback) }
 
 func pushback(err error) bool {
 	st, code := status(err)

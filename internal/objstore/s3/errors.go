@@ -1,11 +1,8 @@
 package s3
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -68,34 +65,24 @@ func responseError(err error) *smithyhttp.ResponseError {
 // are permanent. A transient failure of a conditional write may still have
 // landed; the retry wrapper must re-read before calling a later
 // precondition failure lost.
-func IsTransient(err error) bool {
-	switch {
-	case errors.Is(err, objstore.ErrRequestDeadline):
-		return true
-	case err == nil,
-		errors.Is(err, context.Canceled),
-		errors.Is(err, objstore.ErrFenced),
-		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, objstore.ErrNotFound),
-		errors.Is(err, objstore.ErrPrecondition),
-		errors.Is(err, objstore.ErrInvalidKey):
-		return false
-	}
-	var be *objstore.BatchError
-	if errors.As(err, &be) {
-		return batchTransient(be)
-	}
+func IsTransient(err error) bool { return objstore.ClassifyTransient(err, transientAnswer) }
+
+// transientAnswer reads one S3 answer for IsTransient: pushback,
+// RequestTimeout, a proxy's 502/504 and a request that was never sent are
+// transient; other answers are decided by the shared network check.
+func transientAnswer(err error) (transient, decided bool) {
 	if pushback(err) || errorCode(err) == "RequestTimeout" {
-		return true
+		return true, true
 	}
 	switch httpStatus(err) {
 	case 502, 504:
-		return true
+		return true, true
 	}
 	var sendErr *smithyhttp.RequestSendError
-	var netErr net.Error
-	return errors.As(err, &sendErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	if errors.As(err, &sendErr) {
+		return true, true
+	}
+	return false, false
 }
 
 // IsThrottle reports whether err is the store pushing back: 503 SlowDown or
@@ -105,21 +92,7 @@ func IsTransient(err error) bool {
 // RequestTimeout is retried but says nothing about the request rate, and
 // counting it would pin a pass at the pacer's floor on a flaky network. A
 // batch is a throttle when any of its failed keys is.
-func IsThrottle(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var be *objstore.BatchError
-	if errors.As(err, &be) {
-		for _, f := range be.Failed {
-			if IsThrottle(f.Err) {
-				return true
-			}
-		}
-		return false
-	}
-	return pushback(err)
-}
+func IsThrottle(err error) bool { return objstore.ClassifyThrottle(err, pushback) }
 
 // pushback reports a single answer that is the store asking for fewer
 // requests; IsThrottle is exactly these, IsTransient includes them.
@@ -134,14 +107,4 @@ func pushback(err error) bool {
 		return true
 	}
 	return false
-}
-
-// batchTransient: a batch is worth retrying only if every failed key is.
-func batchTransient(be *objstore.BatchError) bool {
-	for _, f := range be.Failed {
-		if !IsTransient(f.Err) {
-			return false
-		}
-	}
-	return len(be.Failed) > 0
 }
