@@ -24,6 +24,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -47,7 +48,7 @@ type fixture struct {
 func newFixture(t *testing.T, backend objstoretest.Backend, roots int) *fixture {
 	f := &fixture{t: t, stores: map[string]objstore.Store{}, now: time.Now(), rec: &recorder{}}
 	for range roots {
-		s := backend.NewRoot(t).Open(t)
+		s := openStack(t, backend.NewRoot(t))
 		cs := objstoretest.NewClockStore(s)
 		f.stores[s.URI()] = cs
 		f.clocks = append(f.clocks, cs)
@@ -55,6 +56,19 @@ func newFixture(t *testing.T, backend objstoretest.Backend, roots int) *fixture 
 	}
 	sort.Strings(f.uris)
 	return f
+}
+
+// openStack opens r as the CLI does, through the retry layer, so that a
+// transient error of an emulator under load (CI runs every package at
+// once) is retried as in production instead of failing the pass. Memory
+// roots stay bare: they have no transient errors and one shared handle.
+func openStack(t *testing.T, r objstoretest.Root) objstore.Store {
+	if r.Backend == objstoretest.Memory.Name {
+		return r.Open(t)
+	}
+	s, err := stack.Open(context.Background(), r.URI, r.Options, stack.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err, "open %s", r.URI)
+	return s
 }
 
 func (f *fixture) store(i int) objstore.Store { return f.stores[f.uris[i]] }
