@@ -76,7 +76,7 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 	if c.RSSObjects > 0 {
 		steps = append(steps, func() error {
 			rep.RSSScenario = fmt.Sprintf("local/%d", c.RSSObjects)
-			return localPurge(ctx, c, t, c.RSSObjects, 1, c.RSSPeer, now, rep)
+			return localPurge(ctx, c, t, c.RSSObjects, c.RSSReps, c.RSSPeer, now, rep)
 		})
 	}
 	if c.StatusTables > 0 {
