@@ -49,7 +49,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	for _, opt := range opts {
 		opt(&oc)
 	}
-	s := &Store{loc: loc, clock: &clock{}}
+	s := &Store{loc: loc, clock: &objstore.DateClock{}}
 	if loc.Prefix != "" {
 		s.root = loc.Prefix + "/"
 	}
@@ -61,7 +61,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 }
 
 // newClient builds the container client: URL, credential, pipeline.
-func newClient(o Options, loc objstore.Location, rt http.RoundTripper, c *clock) (*container.Client, error) {
+func newClient(o Options, loc objstore.Location, rt http.RoundTripper, c *objstore.DateClock) (*container.Client, error) {
 	account, err := accountName(o, loc)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ type Store struct {
 	// request for a fresh one (DefaultClockMaxAge when zero).
 	ClockMaxAge time.Duration
 
-	clock *clock // the store's clock, fed by every response (clock.go)
+	clock *objstore.DateClock // the store's clock, fed by every response (clock.go)
 }
 
 var _ objstore.Store = (*Store)(nil)

@@ -44,7 +44,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 		opt(&oc)
 	}
 	st := newStore(loc)
-	client, err := newClient(ctx, o, st.clock.recorder(oc.transport))
+	client, err := newClient(ctx, o, st.clock.RoundTripper(oc.transport))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}

@@ -42,7 +42,7 @@ type Store struct {
 	// flight (DefaultDeleteConcurrency when zero).
 	DeleteConcurrency int
 
-	clock clock // the store's clock, read from every response (clock.go)
+	clock objstore.DateClock // the store's clock, read from every response (clock.go)
 }
 
 var _ objstore.Store = (*Store)(nil)
