@@ -114,44 +114,22 @@ func (o Options) GoString() string { return "azure.Options" + o.String() }
 // options never appear in errors.
 func ParseOptions(m map[string]string) (Options, error) {
 	var o Options
-	seen := map[string]string{}
-	for _, k := range sortedKeys(m) {
-		c := canonical(k)
-		if prev, dup := seen[c]; dup {
-			return Options{}, fmt.Errorf("storage options %q and %q are the same option: give one", prev, k)
-		}
-		seen[c] = k
-		v := m[k]
-		var err error
-		switch c {
-		case OptAccountName:
-			o.AccountName = v
-		case OptAccountKey:
-			o.AccountKey = v
-		case OptSASKey:
-			o.SASKey = v
-		case OptClientID:
-			o.ClientID = v
-		case OptClientSecret:
-			o.ClientSecret = v
-		case OptTenantID:
-			o.TenantID = v
-		case OptFederatedToken:
-			o.FederatedTokenFile = v
-		case OptEndpoint:
-			o.Endpoint = v
-		case OptUseEmulator:
-			o.UseEmulator, err = parseBool(k, v)
-		case OptAllowHTTP:
-			o.AllowHTTP, err = parseBool(k, v)
-		default:
-			return Options{}, fmt.Errorf("unknown storage option %q (accepted: %s)", k, strings.Join(Backend().OptionNames(), ", "))
-		}
-		if err != nil {
-			return Options{}, err
-		}
+	given, err := objstore.ParseStorageOptions(m, map[string]objstore.OptionTarget{
+		OptAccountName:    {String: &o.AccountName},
+		OptAccountKey:     {String: &o.AccountKey},
+		OptSASKey:         {String: &o.SASKey},
+		OptClientID:       {String: &o.ClientID},
+		OptClientSecret:   {String: &o.ClientSecret},
+		OptTenantID:       {String: &o.TenantID},
+		OptFederatedToken: {String: &o.FederatedTokenFile},
+		OptEndpoint:       {String: &o.Endpoint},
+		OptUseEmulator:    {Bool: &o.UseEmulator},
+		OptAllowHTTP:      {Bool: &o.AllowHTTP},
+	}, canonical, Backend().OptionNames)
+	if err != nil {
+		return Options{}, err
 	}
-	return o, o.validate(seen)
+	return o, o.validate(given)
 }
 
 func (o Options) validate(given map[string]string) error {
@@ -193,23 +171,4 @@ func (o Options) validate(given map[string]string) error {
 		return fmt.Errorf("storage option %s=%q is plain http: pass %s=true to allow it", given[OptEndpoint], o.Endpoint, OptAllowHTTP)
 	}
 	return nil
-}
-
-func parseBool(key, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "true", "1":
-		return true, nil
-	case "false", "0":
-		return false, nil
-	}
-	return false, fmt.Errorf("storage option %s=%q: want true or false", key, v)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -73,24 +73,14 @@ func (o Options) GoString() string { return "gcs.Options" + o.String() }
 // value never appears in errors.
 func ParseOptions(m map[string]string) (Options, error) {
 	var o Options
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		switch k {
-		case OptServiceAccount:
-			o.ServiceAccountPath = v
-		case OptServiceAccountKey:
-			o.ServiceAccountKey = v
-		case OptApplicationCredentials:
-			o.ApplicationCredentialsPath = v
-		case OptAllowHTTP:
-			b, err := parseBool(k, v)
-			if err != nil {
-				return Options{}, err
-			}
-			o.AllowHTTP = b
-		default:
-			return Options{}, fmt.Errorf("unknown storage option %q (accepted: %s)", k, strings.Join(Backend().OptionNames(), ", "))
-		}
+	_, err := objstore.ParseStorageOptions(m, map[string]objstore.OptionTarget{
+		OptServiceAccount:         {String: &o.ServiceAccountPath},
+		OptServiceAccountKey:      {String: &o.ServiceAccountKey},
+		OptApplicationCredentials: {String: &o.ApplicationCredentialsPath},
+		OptAllowHTTP:              {Bool: &o.AllowHTTP},
+	}, nil, Backend().OptionNames)
+	if err != nil {
+		return Options{}, err
 	}
 	if err := o.parseKey(); err != nil {
 		return Options{}, err
@@ -145,23 +135,4 @@ func (o Options) validate() error {
 		return fmt.Errorf("storage option %s: gcs_base_url is plain http: pass %s=true to allow it", OptServiceAccountKey, OptAllowHTTP)
 	}
 	return nil
-}
-
-func parseBool(key, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fmt.Errorf("storage option %s=%q: want true or false", key, v)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,8 +3,6 @@ package s3
 import (
 	"fmt"
 	"net/url"
-	"slices"
-	"strings"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -69,30 +67,17 @@ func (o Options) GoString() string { return "s3.Options" + o.String() }
 // half a key pair are errors. Values of secret options never appear in errors.
 func ParseOptions(m map[string]string) (Options, error) {
 	var o Options
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		var err error
-		switch k {
-		case OptEndpoint:
-			o.Endpoint = v
-		case OptRegion:
-			o.Region = v
-		case OptAccessKeyID:
-			o.AccessKeyID = v
-		case OptSecretAccessKey:
-			o.SecretAccessKey = v
-		case OptSessionToken:
-			o.SessionToken = v
-		case OptAllowHTTP:
-			o.AllowHTTP, err = parseBool(k, v)
-		case OptVirtualHostedStyle:
-			o.VirtualHostedStyle, err = parseBool(k, v)
-		default:
-			return Options{}, fmt.Errorf("unknown storage option %q (accepted: %s)", k, strings.Join(Backend().OptionNames(), ", "))
-		}
-		if err != nil {
-			return Options{}, err
-		}
+	_, err := objstore.ParseStorageOptions(m, map[string]objstore.OptionTarget{
+		OptEndpoint:           {String: &o.Endpoint},
+		OptRegion:             {String: &o.Region},
+		OptAccessKeyID:        {String: &o.AccessKeyID},
+		OptSecretAccessKey:    {String: &o.SecretAccessKey},
+		OptSessionToken:       {String: &o.SessionToken},
+		OptAllowHTTP:          {Bool: &o.AllowHTTP},
+		OptVirtualHostedStyle: {Bool: &o.VirtualHostedStyle},
+	}, nil, Backend().OptionNames)
+	if err != nil {
+		return Options{}, err
 	}
 	return o, o.validate()
 }
@@ -122,23 +107,4 @@ func (o Options) validate() error {
 		return fmt.Errorf("storage option %s=%q is plain http: pass %s=true to allow it", OptEndpoint, o.Endpoint, OptAllowHTTP)
 	}
 	return nil
-}
-
-func parseBool(key, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fmt.Errorf("storage option %s=%q: want true or false", key, v)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
