@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -31,6 +31,8 @@ type badCase struct {
 	out string
 	// faults, when set, puts the fault proxy between reaper and S3.
 	faults *faultConfig
+	// unreachable hands args an endpoint nothing listens on.
+	unreachable bool
 	// halfway: the purge may delete the manifests before it fails; the
 	// marker and every other table must stay (checkSafe).
 	halfway bool
@@ -146,8 +148,8 @@ func badCases() []badCase {
 			args[len(purgeArgs(30*time.Second, shortSkew))+1] = "s3://reaper-chaos-no-such-bucket/db"
 			return args
 		}, code: 2, out: "the bucket does not exist"},
-		{name: "server unreachable", s3: true, args: func(b *backend, _ string) []string {
-			return append(append(purgeArgs(30*time.Second, shortSkew), b.rootArgs(closedPort())...), "--set", "limits.retry_max_elapsed=1s")
+		{name: "server unreachable", s3: true, unreachable: true, args: func(b *backend, endpoint string) []string {
+			return append(append(purgeArgs(30*time.Second, shortSkew), b.rootArgs(endpoint)...), "--set", "limits.retry_max_elapsed=1s")
 		}, code: 2, out: "connection refused"},
 		{name: "every request 503 SlowDown", s3: true, faults: &faultConfig{rates: map[fault]float64{faultSlowDown: 1}},
 			code: 1, out: "SlowDown"},
@@ -166,17 +168,6 @@ func swapOpt(args []string, key, value string) []string {
 		}
 	}
 	return out
-}
-
-// closedPort is an endpoint nothing listens on.
-func closedPort() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
 }
 
 // TestBadInputs checks every row of docs/SAFETY.md: the exit status, the
@@ -201,6 +192,9 @@ func TestBadInputs(t *testing.T) {
 				tc.setup(t, b, victim)
 			}
 			endpoint := ""
+			if tc.unreachable {
+				endpoint = "http://" + objstoretest.ClosedAddr(t)
+			}
 			if tc.faults != nil {
 				px := newProxy(t, b.srv, 7)
 				px.set(*tc.faults)

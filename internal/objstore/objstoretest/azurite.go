@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,45 +71,19 @@ func (s AzureServer) URI(prefix string) string {
 
 // azProc is the Azurite process shared by every test in the process.
 type azProc struct {
+	*proc
 	endpoint string
 	client   *azblob.Client
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	dataDir  string
-	skip     string
-	err      error
 }
 
-var (
-	azOnce  sync.Once
-	azState *azProc
-	azMu    sync.Mutex
-)
+var azServer = &shared[*azProc]{what: "Azure test server", envRequire: EnvRequireAzure, start: startAzurite, stop: func(p *azProc) { p.proc.stop() }}
 
 // Azure returns the shared Azurite server with a fresh container for this
 // test. Without azurite-blob the test is skipped, or failed when
 // REAPER_REQUIRE_AZURE=1 or CI=true. Main stops it.
 func Azure(t testing.TB) AzureServer {
 	t.Helper()
-	azOnce.Do(func() {
-		p := startAzurite()
-		azMu.Lock()
-		azState = p
-		azMu.Unlock()
-	})
-	azMu.Lock()
-	p := azState
-	azMu.Unlock()
-	switch {
-	case p == nil:
-		t.Fatal("objstoretest: Azure test server already stopped")
-	case p.err != nil:
-		t.Fatalf("objstoretest: start Azurite: %v", p.err)
-	case p.skip != "" && requireAzure():
-		t.Fatalf("objstoretest: no Azure test server (%s=1 or CI=true forbids skipping): %s", EnvRequireAzure, p.skip)
-	case p.skip != "":
-		t.Skipf("objstoretest: no Azure test server: %s", p.skip)
-	}
+	p := azServer.get(t)
 	name := "reaper-test-" + randomHex(8)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -134,54 +104,15 @@ func Azure(t testing.TB) AzureServer {
 
 // StopAzure stops the Azurite process Azure started, if any, and removes
 // its data. Later calls to Azure fail.
-func StopAzure() {
-	azOnce.Do(func() {})
-	azMu.Lock()
-	p := azState
-	azState = nil
-	azMu.Unlock()
-	if p != nil {
-		p.stop()
-	}
-}
+func StopAzure() { azServer.close() }
 
-func requireAzure() bool {
-	return os.Getenv(EnvRequireAzure) == "1" || os.Getenv("CI") == "true"
-}
-
-func startAzurite() *azProc {
-	bin, why := findAzurite()
+func startAzurite() (*azProc, string, error) {
+	bin, why := findTool(EnvAzurite, "azurite-blob", "run scripts/install-azurite.sh")
 	if bin == "" {
-		return &azProc{skip: why}
+		return nil, why, nil
 	}
-	var err error
-	for range 3 { // the free port can be taken between probe and bind
-		var p *azProc
-		if p, err = launchAzurite(bin); err == nil {
-			return p
-		}
-	}
-	return &azProc{err: err}
-}
-
-// findAzurite looks in REAPER_AZURITE, <repo>/.tools/bin, then PATH.
-func findAzurite() (bin, why string) {
-	if b := os.Getenv(EnvAzurite); b != "" {
-		if _, err := os.Stat(b); err != nil {
-			return "", fmt.Sprintf("%s=%s: %v", EnvAzurite, b, err)
-		}
-		return b, ""
-	}
-	if root, err := repoRoot(); err == nil {
-		b := filepath.Join(root, ".tools", "bin", "azurite-blob")
-		if _, err := os.Stat(b); err == nil {
-			return b, ""
-		}
-	}
-	if b, err := exec.LookPath("azurite-blob"); err == nil {
-		return b, ""
-	}
-	return "", fmt.Sprintf("azurite-blob not found in $%s, <repo>/.tools/bin or PATH; run scripts/install-azurite.sh", EnvAzurite)
+	p, err := launchRetrying(func() (*azProc, error) { return launchAzurite(bin) })
+	return p, "", err
 }
 
 func launchAzurite(bin string) (*azProc, error) {
@@ -190,37 +121,23 @@ func launchAzurite(bin string) (*azProc, error) {
 		return nil, err
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	dir, err := os.MkdirTemp("", "reaper-azurite-")
+	dir, err := tempDataDir("azurite")
 	if err != nil {
-		return nil, fmt.Errorf("make data dir: %w", err)
+		return nil, err
 	}
-	p := &azProc{endpoint: "http://" + addr, dataDir: dir, exited: make(chan struct{})}
-	var out strings.Builder
+	p := &azProc{endpoint: "http://" + addr}
 	// In memory (tests' data is throwaway, and disk persistence makes a
 	// 1000-blob batch five times slower); the data dir is only its working
 	// directory, so nothing it writes lands in the caller's.
-	p.cmd = exec.Command(bin, "--blobHost", host, "--blobPort", port,
+	p.proc, err = startProc("azurite", bin, addr, []string{"--blobHost", host, "--blobPort", port,
 		"--skipApiVersionCheck", "--loose", "--silent", "--disableProductStyleUrl",
-		"--disableTelemetry", "--inMemoryPersistence")
-	p.cmd.Dir = dir
-	p.cmd.Stdout = &out
-	p.cmd.Stderr = &out
-	if err := p.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	s3Like := &s3Proc{exited: p.exited}
-	if err := s3Like.waitReady(addr, 30*time.Second); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("azurite on %s: %w; output: %s", addr, err, strings.TrimSpace(out.String()))
+		"--disableTelemetry", "--inMemoryPersistence"}, nil, dir, 30*time.Second, listening)
+	if err != nil {
+		return nil, err
 	}
 	cred, err := azblob.NewSharedKeyCredential(AzuriteAccount, AzuriteKey)
 	if err != nil {
-		p.stop()
+		p.proc.stop()
 		return nil, fmt.Errorf("azurite credential: %w", err)
 	}
 	opts := &azblob.ClientOptions{}
@@ -228,18 +145,8 @@ func launchAzurite(bin string) (*azProc, error) {
 	opts.Transport = &http.Client{}
 	p.client, err = azblob.NewClientWithSharedKeyCredential(p.endpoint+"/"+AzuriteAccount, cred, opts)
 	if err != nil {
-		p.stop()
+		p.proc.stop()
 		return nil, fmt.Errorf("azurite client: %w", err)
 	}
 	return p, nil
-}
-
-func (p *azProc) stop() {
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	if p.dataDir != "" {
-		_ = os.RemoveAll(p.dataDir)
-	}
 }

@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -87,20 +83,14 @@ func (s GCSServer) HasRaw(t testing.TB, name string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// gcsProc is the server shared by every test in the process.
+// gcsProc is the GCS server the tests share: a fake-gcs-server process,
+// or an external emulator (proc nil).
 type gcsProc struct {
+	*proc
 	endpoint string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	skip     string
-	err      error
 }
 
-var (
-	gcsOnce  sync.Once
-	gcsState *gcsProc
-	gcsMu    sync.Mutex // guards gcsState against StopGCS
-)
+var gcsServer = &shared[*gcsProc]{what: "GCS test server", envRequire: EnvRequireGCS, start: startGCS, stop: func(p *gcsProc) { p.proc.stop() }}
 
 // GCS returns the shared GCS test server with a fresh random bucket for
 // this test. The first call starts fake-gcs-server on a free loopback port
@@ -108,25 +98,7 @@ var (
 // test is skipped, or failed when REAPER_REQUIRE_GCS=1 or CI=true.
 func GCS(t testing.TB) GCSServer {
 	t.Helper()
-	gcsOnce.Do(func() {
-		p := startGCS()
-		gcsMu.Lock()
-		gcsState = p
-		gcsMu.Unlock()
-	})
-	gcsMu.Lock()
-	p := gcsState
-	gcsMu.Unlock()
-	switch {
-	case p == nil:
-		t.Fatal("objstoretest: GCS test server already stopped")
-	case p.err != nil:
-		t.Fatalf("objstoretest: start GCS test server: %v", p.err)
-	case p.skip != "" && requireGCS():
-		t.Fatalf("objstoretest: no GCS test server (%s=1 or CI=true forbids skipping): %s", EnvRequireGCS, p.skip)
-	case p.skip != "":
-		t.Skipf("objstoretest: no GCS test server: %s", p.skip)
-	}
+	p := gcsServer.get(t)
 	bucket := "reaper-test-" + randomHex(8)
 	if err := createGCSBucket(p.endpoint, bucket); err != nil {
 		t.Fatalf("objstoretest: create GCS test bucket: %v", err)
@@ -136,58 +108,18 @@ func GCS(t testing.TB) GCSServer {
 
 // StopGCS stops the fake-gcs-server process GCS started, if any. Later
 // calls to GCS fail.
-func StopGCS() {
-	gcsOnce.Do(func() {})
-	gcsMu.Lock()
-	p := gcsState
-	gcsState = nil
-	gcsMu.Unlock()
-	if p != nil && p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func StopGCS() { gcsServer.close() }
 
-func requireGCS() bool {
-	return os.Getenv(EnvRequireGCS) == "1" || os.Getenv("CI") == "true"
-}
-
-func startGCS() *gcsProc {
+func startGCS() (*gcsProc, string, error) {
 	if ep := os.Getenv(EnvGCSEndpoint); ep != "" {
-		return &gcsProc{endpoint: strings.TrimSuffix(ep, "/")}
+		return &gcsProc{endpoint: strings.TrimSuffix(ep, "/")}, "", nil
 	}
-	bin, why := findFakeGCS()
+	bin, why := findTool(EnvFakeGCS, "fake-gcs-server", "run scripts/install-fake-gcs-server.sh or set "+EnvGCSEndpoint)
 	if bin == "" {
-		return &gcsProc{skip: why}
+		return nil, why, nil
 	}
-	var err error
-	for range 3 { // the free port can be taken between probe and bind
-		var p *gcsProc
-		if p, err = launchFakeGCS(bin); err == nil {
-			return p
-		}
-	}
-	return &gcsProc{err: err}
-}
-
-// findFakeGCS looks in REAPER_FAKE_GCS, <repo>/.tools/bin, then PATH.
-func findFakeGCS() (bin, why string) {
-	if b := os.Getenv(EnvFakeGCS); b != "" {
-		if _, err := os.Stat(b); err != nil {
-			return "", fmt.Sprintf("%s=%s: %v", EnvFakeGCS, b, err)
-		}
-		return b, ""
-	}
-	if root, err := repoRoot(); err == nil {
-		b := filepath.Join(root, ".tools", "bin", "fake-gcs-server")
-		if _, err := os.Stat(b); err == nil {
-			return b, ""
-		}
-	}
-	if b, err := exec.LookPath("fake-gcs-server"); err == nil {
-		return b, ""
-	}
-	return "", fmt.Sprintf("fake-gcs-server not found in $%s, <repo>/.tools/bin or PATH; run scripts/install-fake-gcs-server.sh or set %s", EnvFakeGCS, EnvGCSEndpoint)
+	p, err := launchRetrying(func() (*gcsProc, error) { return launchFakeGCS(bin) })
+	return p, "", err
 }
 
 func launchFakeGCS(bin string) (*gcsProc, error) {
@@ -196,49 +128,25 @@ func launchFakeGCS(bin string) (*gcsProc, error) {
 		return nil, err
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	p := &gcsProc{endpoint: "http://" + addr, exited: make(chan struct{})}
-	var out strings.Builder
-	p.cmd = exec.Command(bin, "-scheme", "http", "-host", host, "-port", port,
-		"-public-host", addr, "-external-url", p.endpoint, "-backend", "memory", "-log-level", "error")
-	p.cmd.Stdout = &out
-	p.cmd.Stderr = &out
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	if err := p.waitReady(15 * time.Second); err != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return nil, fmt.Errorf("fake-gcs-server on %s: %w; output: %s", addr, err, strings.TrimSpace(out.String()))
+	p := &gcsProc{endpoint: "http://" + addr}
+	p.proc, err = startProc("fake-gcs-server", bin, addr, []string{"-scheme", "http", "-host", host, "-port", port,
+		"-public-host", addr, "-external-url", p.endpoint, "-backend", "memory", "-log-level", "error"},
+		nil, "", 15*time.Second, func(*proc) bool { return answersBucketListing(p.endpoint) })
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-// waitReady polls the bucket listing until it answers, the process dies,
-// or the timeout passes.
-func (p *gcsProc) waitReady(timeout time.Duration) error {
-	deadline := time.After(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		resp, err := http.Get(p.endpoint + "/storage/v1/b?project=reaper-test")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return errors.New("exited before listening")
-		case <-deadline:
-			return fmt.Errorf("not answering after %v", timeout)
-		case <-tick.C:
-		}
+// answersBucketListing is fake-gcs-server's readiness probe: its port opens
+// before its API answers.
+func answersBucketListing(endpoint string) bool {
+	resp, err := http.Get(endpoint + "/storage/v1/b?project=reaper-test")
+	if err != nil {
+		return false
 	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func createGCSBucket(endpoint, name string) error {

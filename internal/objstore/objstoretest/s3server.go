@@ -2,16 +2,9 @@ package objstoretest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,23 +66,16 @@ func (s S3Server) URI(prefix string) string {
 	return "s3://" + s.Bucket + "/" + prefix
 }
 
-// s3Proc is the server shared by every test in the process.
+// s3Proc is the S3 server the tests share: a versitygw process, or an
+// external server (proc nil).
 type s3Proc struct {
+	*proc
 	endpoint, access, secret, region string
 	external                         bool
 	client                           *s3.Client
-	cmd                              *exec.Cmd
-	exited                           chan struct{} // closed when cmd has exited
-	dataDir                          string
-	skip                             string // why no server could be had
-	err                              error  // why the server failed to start
 }
 
-var (
-	s3Once  sync.Once
-	s3State *s3Proc
-	s3Mu    sync.Mutex // guards s3State against StopS3
-)
+var s3Server = &shared[*s3Proc]{what: "S3 test server", envRequire: EnvRequireS3, start: startS3, stop: func(p *s3Proc) { p.proc.stop() }}
 
 // S3 returns the shared S3 test server with a fresh random bucket for this
 // test. The first call starts versitygw on a free loopback port (or uses
@@ -97,25 +83,7 @@ var (
 // server the test is skipped, or failed when REAPER_REQUIRE_S3=1 or CI=true.
 func S3(t testing.TB) S3Server {
 	t.Helper()
-	s3Once.Do(func() {
-		p := startS3()
-		s3Mu.Lock()
-		s3State = p
-		s3Mu.Unlock()
-	})
-	s3Mu.Lock()
-	p := s3State
-	s3Mu.Unlock()
-	switch {
-	case p == nil:
-		t.Fatal("objstoretest: S3 test server already stopped")
-	case p.err != nil:
-		t.Fatalf("objstoretest: start S3 test server: %v", p.err)
-	case p.skip != "" && requireS3():
-		t.Fatalf("objstoretest: no S3 test server (%s=1 or CI=true forbids skipping): %s", EnvRequireS3, p.skip)
-	case p.skip != "":
-		t.Skipf("objstoretest: no S3 test server: %s", p.skip)
-	}
+	p := s3Server.get(t)
 	bucket, err := p.createBucket(t)
 	if err != nil {
 		t.Fatalf("objstoretest: create test bucket: %v", err)
@@ -125,50 +93,22 @@ func S3(t testing.TB) S3Server {
 
 // StopS3 stops the versitygw process S3 started, if any, and removes its
 // data. Later calls to S3 fail.
-func StopS3() {
-	s3Once.Do(func() {}) // a later S3 call must not start a new server
-	s3Mu.Lock()
-	p := s3State
-	s3State = nil
-	s3Mu.Unlock()
-	if p != nil {
-		p.stop()
-	}
-}
+func StopS3() { s3Server.close() }
 
-// Main runs the tests, then stops the S3, GCS and Azure test servers: call it
-// from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	StopS3()
-	StopGCS()
-	StopAzure()
-	os.Exit(code)
-}
-
-func requireS3() bool {
-	return os.Getenv(EnvRequireS3) == "1" || os.Getenv("CI") == "true"
-}
-
-func startS3() *s3Proc {
+func startS3() (*s3Proc, string, error) {
 	if ep := os.Getenv(EnvS3Endpoint); ep != "" {
-		return externalS3(ep)
+		p, err := externalS3(ep)
+		return p, "", err
 	}
-	bin, why := findVersityGW()
+	bin, why := findTool(EnvVersityGW, "versitygw", "run scripts/install-versitygw.sh or set "+EnvS3Endpoint)
 	if bin == "" {
-		return &s3Proc{skip: why}
+		return nil, why, nil
 	}
-	var err error
-	for range 3 { // the free port can be taken between probe and bind
-		var p *s3Proc
-		if p, err = launchVersityGW(bin); err == nil {
-			return p
-		}
-	}
-	return &s3Proc{err: err}
+	p, err := launchRetrying(func() (*s3Proc, error) { return launchVersityGW(bin) })
+	return p, "", err
 }
 
-func externalS3(endpoint string) *s3Proc {
+func externalS3(endpoint string) (*s3Proc, error) {
 	p := &s3Proc{
 		endpoint: endpoint,
 		access:   os.Getenv(EnvS3AccessKey),
@@ -177,52 +117,13 @@ func externalS3(endpoint string) *s3Proc {
 		external: true,
 	}
 	if p.access == "" || p.secret == "" {
-		p.err = fmt.Errorf("%s is set but %s or %s is not", EnvS3Endpoint, EnvS3AccessKey, EnvS3SecretKey)
-		return p
+		return nil, fmt.Errorf("%s is set but %s or %s is not", EnvS3Endpoint, EnvS3AccessKey, EnvS3SecretKey)
 	}
 	if p.region == "" {
 		p.region = "us-east-1"
 	}
 	p.client = newS3Client(p.endpoint, p.access, p.secret, p.region)
-	return p
-}
-
-// findVersityGW looks in REAPER_VERSITYGW, <repo>/.tools/bin, then PATH.
-func findVersityGW() (bin, why string) {
-	if b := os.Getenv(EnvVersityGW); b != "" {
-		if _, err := os.Stat(b); err != nil {
-			return "", fmt.Sprintf("%s=%s: %v", EnvVersityGW, b, err)
-		}
-		return b, ""
-	}
-	if root, err := repoRoot(); err == nil {
-		b := filepath.Join(root, ".tools", "bin", "versitygw")
-		if _, err := os.Stat(b); err == nil {
-			return b, ""
-		}
-	}
-	if b, err := exec.LookPath("versitygw"); err == nil {
-		return b, ""
-	}
-	return "", fmt.Sprintf("versitygw not found in $%s, <repo>/.tools/bin or PATH; run scripts/install-versitygw.sh or set %s", EnvVersityGW, EnvS3Endpoint)
-}
-
-// repoRoot walks up from the working directory to the folder with go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found")
-		}
-		dir = parent
-	}
+	return p, nil
 }
 
 func launchVersityGW(bin string) (*s3Proc, error) {
@@ -230,71 +131,23 @@ func launchVersityGW(bin string) (*s3Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "reaper-versitygw-")
-	if err != nil {
-		return nil, fmt.Errorf("make data dir: %w", err)
-	}
 	p := &s3Proc{
 		endpoint: "http://" + addr,
 		access:   "reaper-test-" + randomHex(4),
 		secret:   randomHex(16),
 		region:   "us-east-1",
-		dataDir:  dir,
-		exited:   make(chan struct{}),
 	}
-	var stderr strings.Builder
-	p.cmd = exec.Command(bin, "--port", addr, "--quiet", "posix", dir)
-	p.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+p.access, "ROOT_SECRET_KEY="+p.secret)
-	p.cmd.Stdout = &stderr
-	p.cmd.Stderr = &stderr
-	if err := p.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	dir, err := tempDataDir("versitygw")
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	if err := p.waitReady(addr, 15*time.Second); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("versitygw on %s: %w; output: %s", addr, err, strings.TrimSpace(stderr.String()))
+	p.proc, err = startProc("versitygw", bin, addr, []string{"--port", addr, "--quiet", "posix", dir},
+		[]string{"ROOT_ACCESS_KEY=" + p.access, "ROOT_SECRET_KEY=" + p.secret}, dir, 15*time.Second, listening)
+	if err != nil {
+		return nil, err
 	}
 	p.client = newS3Client(p.endpoint, p.access, p.secret, p.region)
 	return p, nil
-}
-
-// waitReady polls the port until it accepts connections, the process dies,
-// or the timeout passes.
-func (p *s3Proc) waitReady(addr string, timeout time.Duration) error {
-	deadline := time.After(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return errors.New("exited before listening")
-		case <-deadline:
-			return fmt.Errorf("not listening after %v", timeout)
-		case <-tick.C:
-		}
-	}
-}
-
-// stop kills versitygw (its data is throwaway, so no graceful shutdown) and
-// removes the data directory.
-func (p *s3Proc) stop() {
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	if p.dataDir != "" {
-		_ = os.RemoveAll(p.dataDir)
-	}
 }
 
 func (p *s3Proc) createBucket(t testing.TB) (string, error) {
@@ -351,19 +204,4 @@ func newS3Client(endpoint, access, secret, region string) *s3.Client {
 		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
 		UsePathStyle: true,
 	})
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
