@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -179,6 +181,54 @@ func TestSetupTracingExports(t *testing.T) {
 	}
 	require.Equal(t, "reaper", attrs["service.name"])
 	require.Equal(t, "v1.2.3", attrs["service.version"])
+	require.Equal(t, "pass", rs[0].GetScopeSpans()[0].GetSpans()[0].GetName())
+}
+
+// traceReceiver is an OTLP/gRPC trace receiver: the collector's service,
+// served by grpc-go on a loopback port, keeping what it is sent.
+type traceReceiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu   sync.Mutex
+	reqs []*collectortrace.ExportTraceServiceRequest
+}
+
+func (r *traceReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc (any case) exports over gRPC: the span
+// reaches a gRPC receiver, with the service named.
+func TestSetupTracingExportsOverGRPC(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	recv := &traceReceiver{}
+	collectortrace.RegisterTraceServiceServer(srv, recv)
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Stop()
+
+	clearOTelEnv(t)
+	t.Setenv(EnvOTLPEndpoint, "http://"+l.Addr().String()) // http: plaintext gRPC
+	t.Setenv(EnvOTLPProtocol, "GRPC")
+	tp, shutdown := SetupTracing(t.Context(), TracingOptions{ServiceName: "reaper", Version: "v1.2.3"})
+	_, span := tp.Tracer("test").Start(t.Context(), "pass")
+	require.True(t, span.IsRecording())
+	span.End()
+	require.NoError(t, shutdown(t.Context()), "shutdown flushes")
+
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	require.Len(t, recv.reqs, 1, "one export over gRPC")
+	rs := recv.reqs[0].GetResourceSpans()
+	require.Len(t, rs, 1)
+	attrs := map[string]string{}
+	for _, kv := range rs[0].GetResource().GetAttributes() {
+		attrs[kv.GetKey()] = kv.GetValue().GetStringValue()
+	}
+	require.Equal(t, "reaper", attrs["service.name"])
 	require.Equal(t, "pass", rs[0].GetScopeSpans()[0].GetSpans()[0].GetName())
 }
 
