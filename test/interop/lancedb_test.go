@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +99,7 @@ type lanceDB struct {
 
 func newLanceDB(t *testing.T, node, uri string, options map[string]string) *lanceDB {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("js", "lancedb.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &lanceDB{node: node, script: script, uri: uri, options: options}
+	return &lanceDB{node: node, script: jsScript(t, "lancedb.mjs"), uri: uri, options: options}
 }
 
 // run executes ops in one Node process and returns one raw result per op.

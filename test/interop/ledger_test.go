@@ -38,7 +38,7 @@ func TestLedgerReadByHyparquet(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(audit, "passes", "*", "*", "*", "*.parquet"))
 	require.NoError(t, err)
 	require.Len(t, files, 1, "%s", out)
-	js, err := exec.Command(node, filepath.Join("js", "ledger.mjs"), files[0]).Output()
+	js, err := exec.Command(node, jsScript(t, "ledger.mjs"), files[0]).Output()
 	require.NoError(t, err)
 	var got struct {
 		Columns  []string

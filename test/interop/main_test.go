@@ -109,6 +109,21 @@ func nodeProblem() string {
 	return nodeMissing
 }
 
+// jsScript returns js/<name> as an absolute path. It stats the script so
+// that Go's test cache (which tracks the files a test opens or stats, not
+// those node reads) re-runs these tests when a script changes.
+func jsScript(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("js", name))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		t.Fatalf("interop script %s: %v", name, err)
+	}
+	return p
+}
+
 func installedVersion(pkg string) (string, error) {
 	b, err := os.ReadFile(filepath.Join("node_modules", filepath.FromSlash(pkg), "package.json"))
 	if err != nil {
