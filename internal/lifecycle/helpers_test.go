@@ -15,7 +15,9 @@ import (
 	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/retry"
 )
 
 // forEachBackend runs fn against every backend (objstoretest.Backends:
@@ -25,8 +27,27 @@ import (
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
 		t.Parallel() // each on its own root; mostly waiting on a test server
-		fn(t, objstoretest.NewClockStore(b.NewRoot(t).Open(t)))
+		fn(t, objstoretest.NewClockStore(retrying(t, b.NewRoot(t))))
 	})
+}
+
+// retrying opens r behind the retry layer, classified by its backend as in
+// production (internal/objstore/stack, which this package cannot import):
+// an emulator under CI load answers a request late or with a 503, and a
+// bare store would fail the purge where reaper retries. Faults a test
+// injects wrap the returned store, above the retries.
+func retrying(t *testing.T, r objstoretest.Root) objstore.Store {
+	s := r.Open(t)
+	if r.Backend == objstoretest.Memory.Name {
+		return s
+	}
+	_, b, err := all.Default().Resolve(r.URI)
+	require.NoError(t, err)
+	o := retry.Options{IsTransient: b.IsTransient, IsThrottle: b.IsThrottle}
+	if o.IsTransient == nil {
+		o.IsTransient = retry.NeverTransient
+	}
+	return retry.Wrap(s, o)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
