@@ -169,3 +169,44 @@ func TestFenceStopsPruneEmpty(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(root, "p/a/b"), "the one allowed rmdir")
 	require.DirExists(t, filepath.Join(root, "p/a"), "refused")
 }
+
+// stallFence says yes, then holds its caller until released: a process
+// stopped right after its fence allowed a request.
+type stallFence struct {
+	asked   chan struct{} // closed when Allow is first called
+	release chan struct{}
+}
+
+func (f *stallFence) Allow() (time.Duration, error) {
+	close(f.asked)
+	<-f.release
+	return 0, nil
+}
+
+// A PutIfAbsent stopped between its fence and its link holds the
+// directory's flock (shared), so a compare-and-swap beside it (a lease
+// takeover) cannot land in that window: the stopped writer's purge commit
+// could otherwise appear after another process took its lease over and
+// finished the table. Found by TestPauseLocal under load.
+func TestPutIfAbsentFencesUnderTheLock(t *testing.T) {
+	root := t.TempDir()
+	s := open(t, root)
+	f := &stallFence{asked: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.PutIfAbsent(objstore.WithFence(t.Context(), f), "t.reaper-purge", []byte("commit"))
+		done <- err
+	}()
+	<-f.asked
+	dir, err := os.Open(root)
+	require.NoError(t, err)
+	defer dir.Close()
+	err = unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	require.ErrorIs(t, err, unix.EWOULDBLOCK, "an exclusive lock (a compare-and-swap) must wait while the writer is between fence and link")
+	require.NoError(t, unix.Flock(int(dir.Fd()), unix.LOCK_SH|unix.LOCK_NB), "other creates and unconditional deletes share it")
+	require.NoError(t, unix.Flock(int(dir.Fd()), unix.LOCK_UN))
+	close(f.release)
+	require.NoError(t, <-done)
+	requireContent(t, filepath.Join(root, "t.reaper-purge"), "commit")
+	require.NoError(t, unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB), "released after the link")
+}

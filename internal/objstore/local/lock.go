@@ -11,8 +11,9 @@ import (
 // holds a flock on the key's parent directory, taken on the descriptor the
 // no-follow resolution opened, so a compare-and-swap sees no other writer
 // between its compare and its swap, in this process or any other. Writes
-// and conditional deletes hold it exclusively; unconditional deletes share
-// it with each other (they compare nothing, and unlinking distinct names
+// and conditional deletes hold it exclusively; unconditional deletes and
+// create-if-absent links (which linkat itself makes atomic) share it with
+// each other (they compare nothing, and unlinking distinct names
 // needs no order), so a purge's concurrent batches in one directory do not
 // queue behind each other, while still excluding every compare-and-swap.
 

@@ -61,7 +61,12 @@ func (s *Store) Put(ctx context.Context, key string, body []byte) (objstore.Obje
 
 // PutIfAbsent hard-links a complete temp file to the key: linkat(2) fails
 // with EEXIST if the key exists (as any entry, a link included), atomically
-// across processes.
+// across processes. The fence and the link happen under the directory's
+// flock, shared: creates need no order among themselves, but a
+// compare-and-swap (a lease takeover beside a purge commit) must not land
+// between them, or a process stopped right after its fence said yes would
+// publish its commit after another process had taken its lease over and
+// finished the table.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
 	if err := checkKey(ctx, key); err != nil {
 		return objstore.Object{}, err
@@ -71,11 +76,20 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (objst
 		return objstore.Object{}, err
 	}
 	defer c.close()
-	err = fence(ctx)
+	// The temp file keeps the directory non-empty, so it cannot be pruned
+	// before the link.
+	same, err := lockChainAs(c, unix.LOCK_SH)
+	if err == nil && !same {
+		err = fmt.Errorf("directory %s was replaced during the write", c.dirKey)
+	}
+	if err == nil {
+		err = fence(ctx)
+	}
 	if err == nil {
 		_, name := splitKey(key)
 		err = ignoringEINTR(func() error { return unix.Linkat(c.fd(), t.name, c.fd(), name, 0) })
 	}
+	c.unlock()
 	// Unlink the temp name before the stat: it changes the ctime.
 	_ = unix.Unlinkat(c.fd(), t.name, 0)
 	defer t.close()
