@@ -356,7 +356,12 @@ at once, so they cost one round trip, not five. A table of N objects therefore c
 walk listings + ceil(N/1000) DeleteObjects + 5 x (ceil(N/1000) + 2) guard reads + about 10 fixed
 requests (the plan's marker read, the lease PUT, the marker, commit and hold reads under the lease,
 the commit PUT, the verify listing, and the commit, marker and lease DELETEs), plus one renewal PUT
-per 40 s of purge (default lease 2 min, renewed every third). That is about 90 at 10,000 objects and
+per 40 s of purge (default lease 2 min, renewed every third): none at 100,000 objects here (23 s), about
+six for a 1,000,000-object purge at the floor's speed (~4 min). Issue 15 asks for none below 1M objects;
+that needs a lease of at least 12 min (a renewal every third of it), and a holder that dies would then
+block its table, and any revive of it, for 12 min plus the skew allowance instead of 2. Not done: six
+conditional PUTs are under 0.1% of the ~7,000 requests such a purge sends, and the long block is a cost
+an operator feels. That is about 90 at 10,000 objects and
 about 720 at 100,000, against bounds of 28 and 208: a miss by design, kept because the guard is what
 makes a hold, a PAUSE, a revive or a lost lease stop a purge before its next batch (PROTOCOL.md P1,
 P3, A3) rather than at its end. What would close most of it: one listing of the table's siblings
@@ -369,39 +374,33 @@ not done. The requests are cheap in time: the walk and the DeleteObjects dominat
 DeleteObjects batches 16 at a time, with nothing else. reaper adds, per table: the plan (root listing,
 PAUSE, marker), the lease, the commit, the guard before each batch, the manifests' batch alone before
 the rest (a crash never leaves a table whose manifests point at deleted files), the verify listing and
-the marker last. With the old fixed limits.delete_concurrency of 4 it measured 1.5x the floor at 10,000
-objects on this machine (quick runs, 5 alternating repetitions); with a fixed 16, 1.16-1.3x. This run's
-reaper has the adaptive limit (starts at limits.delete_concurrency, 4, grows by one per batch answered
-without pushback up to limits.max_delete_concurrency, 16, halves on a 503 SlowDown or 429 the retry
-layer counts) and measured 1.25x at both sizes. The rest of the gap was the HTTP connection pool:
-reaper's requests went through http.DefaultTransport, which keeps two idle connections per host, so
-with 16 batches in flight nearly every request dialled a new connection (against AWS, a TLS handshake
-each); the floor's SDK client pools 16. That was fixed right after this run (commit 10f1007,
-objstore.NewHTTPTransport, 128 idle connections per host) and re-measured on the same machine
-minutes later, reaper and the floor only, 5 alternating repetitions each
-(` + "`go run ./bench --install=false --sizes 10000,100000 --reps 5 --peers none --gcs-sizes none --azure-sizes none --local-sizes none --rss-objects 0 --status-tables 0 --roots 0`" + `):
-s3/10000 reaper median 2.47 s (min 1.67, max 2.77) against the floor's 2.25 s (1.58-2.55), 1.10x;
-s3/100000 reaper 23.8 s (22.3-26.7) against 24.2 s (21.8-25.3), 0.99x: both within the 1.10x target.
-The next full run will show it in the table above. At 10,000 objects the fixed costs are ~0.1-0.3 s
-of a ~2 s purge, so 10,000 is the hard case; at 100,000 they amortise.
+the marker last. Its delete concurrency is adaptive: it starts at limits.delete_concurrency (4) and
+grows by one per batch answered without pushback up to limits.max_delete_concurrency (16), halving on a
+503 SlowDown or 429 the retry layer counts; its HTTP pool keeps 128 idle connections per host
+(objstore.NewHTTPTransport; with Go's default two, nearly every request of 16 in flight dialled anew,
+a TLS handshake each on AWS). With both, this run measured 1.07x the floor at 10,000 objects and 1.00x
+at 100,000 (medians of 5 alternating repetitions; the 5th pair at 10,000 overlapped a go vet on the
+machine, both contenders slower in it; the earlier fixed concurrency of 4 measured 1.5x, a
+fixed 16 without the pool 1.16-1.3x). At 10,000 objects the fixed costs (about 20 sequential round
+trips and the ramp from 4 to 16 in flight over ten batches) are ~0.1 s of a ~2 s purge, so 10,000 is
+the hard case; at 100,000 they amortise. What is not done: the limit grows while the store does not
+push back, not while measured throughput rises (issue 15's wording); on a store that neither pushes
+back nor gets faster beyond some concurrency the limit climbs to the ceiling anyway.
 
 **Local purge vs rm -rf.** reaper stats every file once (the identity fence needs each modification
 time), spills the key list beyond 10,000 keys to a temporary file so memory stays flat, and takes a
-shared per-directory lock; rm -rf (GNU, unlinking from one thread) does none of that. Since this run
-reaper fsyncs each touched directory once per phase (the manifests, then the rest) instead of once per
-1,000-key batch: the 1,000 fsyncs of data/ at 1M objects were the measured gap of the previous run
-(1.42x). Here reaper was faster than rm -rf at every size: 0.48x at 100,000 (5 alternating runs),
-0.81x at 10,000 (5 runs; the bound is 0.80x, and the medians are 1.01 s against 1.25 s with both
-ranging 2x between runs, so this is a tie with the target, not a measured miss) and 0.85x at
-1,000,000 (175 s against 205 s, one run each). The 1,000,000 pair runs once per contender: each pair
-takes about 6 minutes to write and purge here (1M files written twice, 1.3-2.2 min each), and five
-alternating pairs, as issue 15 asks, would add ~25 minutes to this ~40-minute run; that is what would
-settle the 1M ratio. What would move it: the walk (a getdents and an fstatat per file, needed by the
-identity fence, which must see every file before the first unlink) and the unlinks run one after the
-other, and unlinks in one directory serialise in the kernel; a parallel walk of the table's
-directories, and unlinking different directories (data/, _deletions/, _indices/*) in parallel
-(local roots keep limits.delete_concurrency, 4, as no pushback signal exists to grow on) are the
-changes left.
+shared per-directory lock; rm -rf (GNU, unlinking from one thread) does none of that, but it fsyncs
+nothing either, while reaper fsyncs each touched directory once per phase (the manifests, then the
+rest: the crash-safe order). Faster at every size in this run, from 5 alternating repetitions each:
+the 1,000,000-object pair now runs --reps times in the full mode (--rss-reps), about 14 minutes a pair
+here (1M files written twice, 2-6 min each, then the purge). Noise this run admits to: two of the
+twenty 1M runs overlapped other work on the machine (reaper's 4th, 121 s against 68-73 s otherwise,
+and the first 18 s of rm -rf's 4th), and the file-writing time between runs varied 2-6 min; the
+medians absorb both. The previous full run had the 1M pair once each (175 s against 205 s, 0.85x);
+no commit between the two touched the local backend, the lifecycle or the CLI, so the two runs
+bracket how much a single 1M pair can vary on this machine. Not done: a parallel walk of the table's directories and unlinking
+different directories (data/, _deletions/, _indices/*) in parallel (local roots keep
+limits.delete_concurrency, 4, as no pushback signal exists to grow on).
 
 **Peak RSS.** Measured by polling /proc/<pid>/status VmHWM (the child's rusage Maxrss would include
 the harness's own RSS, folded in at fork). Most of it is not the purge: reaper --version alone peaks at
