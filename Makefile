@@ -17,14 +17,11 @@ run: build
 ## test: every test, with the race detector, against memory, local disk, a real S3 server, the GCS and
 ## Azure emulators and the real LanceDB client (installs the test servers and the npm packages on first
 ## use). The installs and the Go build run in parallel; the Go suites, the fuzz targets and deploy/ then
-## run one after another: side by side on 2 cores they starve the lease tests' timers. A later run
-## re-runs only the packages whose code, dependencies or inputs changed (Go's test cache: it tracks the
-## files and variables a test reads, ./bin/reaper and the npm packages' versions included);
-## `make test FRESH=1` runs everything again.
+## run one after another: side by side on 2 cores they starve the lease tests' timers.
 test:
 	@echo "make test: installing tools, compiling ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores: versitygw is the long part; warm under a minute)"
 	@$(MAKE) --no-print-directory -j4 --output-sync=line tools lint build interop-deps
-	@echo "make test: go test -race (about 10 min the first time; later runs re-run only the packages whose code or inputs changed, FRESH=1 runs all), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
+	@echo "make test: go test -race (with test/chaos, about 10 min), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
 	@$(MAKE) --no-print-directory gotest fuzz-test deploy-check-only
 
 .PHONY: gotest fuzz-test deploy-check-only
@@ -32,7 +29,7 @@ gotest:
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
 	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
-	  $(GO) test -race $(if $(FRESH),-count=1) -timeout 25m ./...
+	  $(GO) test -race -count=1 -timeout 25m ./...
 
 fuzz-test:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
