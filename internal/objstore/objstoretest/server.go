@@ -30,7 +30,7 @@ type shared[P any] struct {
 	stop       func(P)
 
 	once    sync.Once
-	mu      sync.Mutex // guards the fields below against stopAll
+	mu      sync.Mutex // guards the fields below against close
 	p       P
 	skip    string
 	err     error
@@ -148,7 +148,6 @@ func launchRetrying[P any](launch func() (P, error)) (P, error) {
 
 // proc is one running test server process.
 type proc struct {
-	name    string
 	addr    string // host:port it listens on
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has exited
@@ -160,7 +159,7 @@ type proc struct {
 // directory, removed by stop; the caller made it), and waits until ready
 // answers true, failing if the process exits first or timeout passes.
 func startProc(name, bin, addr string, args, env []string, dataDir string, timeout time.Duration, ready func(*proc) bool) (*proc, error) {
-	p := &proc{name: name, addr: addr, exited: make(chan struct{}), dataDir: dataDir}
+	p := &proc{addr: addr, exited: make(chan struct{}), dataDir: dataDir}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = p.dataDir
 	if env != nil {
