@@ -62,15 +62,9 @@ type dateReading struct {
 // in the future behind a posix gateway) from moving the clock by more than
 // the resolution the contract allows.
 func (c *DateClock) Record(h http.Header, local time.Time) (date time.Time, ok bool) {
-	c.mu.Lock()
-	c.answers++
-	c.mu.Unlock()
 	date, err := http.ParseTime(h.Get("Date"))
-	if err != nil {
-		return time.Time{}, false
-	}
 	store := date
-	if lm, err := http.ParseTime(h.Get("Last-Modified")); err == nil && lm.After(store) {
+	if lm, lerr := http.ParseTime(h.Get("Last-Modified")); err == nil && lerr == nil && lm.After(store) {
 		store = lm
 		if ceiling := date.Add(TimeResolution); store.After(ceiling) {
 			store = ceiling
@@ -78,6 +72,10 @@ func (c *DateClock) Record(h http.Header, local time.Time) (date time.Time, ok b
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.answers++
+	if err != nil {
+		return time.Time{}, false
+	}
 	// Keep the reading that extrapolates furthest (the greatest store time
 	// minus arrival), not the latest or the greatest Date: every reading is
 	// a lower bound, so the greatest extrapolation is one too, and Now never
