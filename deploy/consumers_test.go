@@ -27,6 +27,19 @@ func pushgatewayBin(t testing.TB) string {
 	return p
 }
 
+// nodeExporterBin is Debian's node_exporter, unpacked into .tools/bin by
+// scripts/install-promtools.sh (make tools); REAPER_NODE_EXPORTER overrides it.
+func nodeExporterBin(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("REAPER_NODE_EXPORTER")
+	if p == "" {
+		p = filepath.Join(repoDir(t), ".tools", "bin", "node_exporter")
+	}
+	_, err := os.Stat(p)
+	require.NoError(t, err, "node_exporter is missing: run `make tools` (scripts/install-promtools.sh)")
+	return p
+}
+
 // realPushgateway starts a Pushgateway on a loopback port; its log is
 // returned by the func.
 func realPushgateway(t *testing.T) (url string, logs func() string) {
@@ -127,4 +140,54 @@ func TestExportsPassRealConsumers(t *testing.T) {
 	}
 	require.Contains(t, body, `reaper_passes_total{result="success"} 1`, "daemon logs:\n%s", stderr.String())
 	checkMetrics(t, "the daemon's /metrics", body)
+}
+
+// TestTextfileReadByNodeExporter: node_exporter's textfile collector, the
+// consumer `--textfile` is for, reads the file a one-shot pass wrote without
+// an error (it reported 32 errors per scrape while the file carried go_* and
+// process_* families that collide with its own) and serves reaper's series
+// with the values the pass wrote.
+func TestTextfileReadByNodeExporter(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db")
+	writeTable(t, db, "live", time.Now().Add(-time.Hour))
+	writeDueTable(t, db, "dropped")
+	waitDue(t, db, nil, "dropped")
+	textDir := filepath.Join(dir, "textfile")
+	require.NoError(t, os.Mkdir(textDir, 0o755))
+
+	r := runReaper(t, nil, "purge", "--root", db, "--allow-short-ttl",
+		"--textfile", filepath.Join(textDir, "reaper.prom"))
+	require.Equal(t, 0, r.code, "purge: %s", r)
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, nodeExporterBin(t), "--web.listen-address="+addr,
+		"--collector.disable-defaults", "--collector.textfile",
+		"--collector.textfile.directory="+textDir)
+	// A file, not a pipe: node_exporter logs a gathering error before it
+	// answers the scrape, so the line is in the file when httpGet returns.
+	logFile, err := os.Create(filepath.Join(dir, "node_exporter.log"))
+	require.NoError(t, err)
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cancel(); <-exited })
+	waitHTTP(t, "http://"+addr+"/metrics", 10*time.Second, exited)
+
+	scraped := httpGet(t, "http://"+addr+"/metrics")
+	logs, err := os.ReadFile(logFile.Name())
+	require.NoError(t, err)
+	// A family that collides with node_exporter's own (go_*, process_*)
+	// is logged as "level=error msg=\"error gathering metrics: ...\"".
+	require.NotContains(t, string(logs), "level=error")
+	require.Contains(t, scraped, "\nnode_textfile_scrape_error 0\n", "node_exporter log:\n%s", logs)
+	require.Contains(t, scraped, "\nreaper_tables_purged_total 1\n")
+	require.Contains(t, scraped, `reaper_passes_total{result="success"} 1`)
+	require.Regexp(t, `reaper_tables\{root="file://[^"]+/db",state="live"\} 1`, scraped)
+	require.Regexp(t, `reaper_build_info\{go_version="go[^"]+",version="[^"]+"\} 1`, scraped)
+	require.Regexp(t, `node_textfile_mtime_seconds\{file="[^"]*reaper.prom"\} \d`, scraped)
+	checkMetrics(t, "node_exporter's /metrics", scraped)
 }
