@@ -7,6 +7,9 @@ AZURITE   := $(TOOLS)/azurite-blob
 DEMO_DIR  ?= $(CURDIR)/var/demo
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
+# GOBUILD is the one way a reaper binary is built: ./bin/reaper (the binary every test runs) and the
+# image's binaries (make image) differ only in GOOS/GOARCH and -o.
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
 
 .PHONY: run test unit lint build tools clean model
 
@@ -49,10 +52,24 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## build: a static binary in ./bin (the same flags deploy/Dockerfile uses)
+## build: a static binary in ./bin (the same command builds the image's binaries)
 build:
 	@[ -x bin/reaper ] || echo "compiling ./bin/reaper: the first time downloads and compiles every module, up to 8 min on 2 cores; later about 20 s"
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/reaper ./cmd/reaper
+	$(GOBUILD) -o bin/reaper ./cmd/reaper
+
+## image: the release image with no base image (deploy/image): reaper for each of IMAGE_PLATFORMS, built
+## like ./bin/reaper, in one OCI image index written to var/image/oci. IMAGE=<registry>/reaper:<tag>
+## also pushes it (docker's credentials); no Docker engine is needed.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE           ?=
+IMAGE_BINS       = $(foreach p,$(IMAGE_PLATFORMS),var/image/reaper-$(subst /,-,$(p)))
+.PHONY: image FORCE
+image: $(IMAGE_BINS)
+	cd deploy && $(GO) run ./cmd/reaper-image --out ../var/image/oci --version $(VERSION) \
+	  --revision "$$(git rev-parse HEAD 2>/dev/null)" --source-date-epoch "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" \
+	  $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=../var/image/reaper-$(subst /,-,$(p))) $(if $(IMAGE),--push $(IMAGE))
+var/image/reaper-%: FORCE
+	GOOS=$(word 1,$(subst -, ,$*)) GOARCH=$(word 2,$(subst -, ,$*)) $(GOBUILD) -o $@ ./cmd/reaper
 
 ## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, the Azurite
 ## Azure Blob test server (npm, into .tools), the spin model checker (apt), and promtool and the
@@ -98,7 +115,7 @@ $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/p
 	cd $(INTEROP) && npm install --no-audit --no-fund
 	@touch $@
 
-## deploy-check: deploy/ (Dockerfile, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
+## deploy-check: deploy/ (the image, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
 ## pass's metrics; deploy/ is its own Go module, so k8s, kustomize and Prometheus stay out of go.mod
 .PHONY: deploy-check deploy-check-only
 deploy-check: tools build

@@ -29,7 +29,7 @@ func repoDir(t testing.TB) string {
 }
 
 // reaperBin is ./bin/reaper, built by `make build` (make deploy-check runs
-// it first, with the flags deploy/Dockerfile uses).
+// it first, with the command make image builds the image's binaries with).
 func reaperBin(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(repoDir(t), "bin", "reaper")

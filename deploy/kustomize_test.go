@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// reaperImage is the image every reaper container runs (deploy/Dockerfile's).
+// reaperImage is the image every reaper container runs (make image's).
 const reaperImage = "ghcr.io/lance-reaper/reaper"
 
 // configFile is where the pods mount the configuration.
