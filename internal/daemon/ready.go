@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ const (
 	// ReadyTimeout bounds one probe: the roots' expansion and every root's
 	// check. A root not answered by then is not ready.
 	ReadyTimeout = 5 * time.Second
-	// ReadyRootTimeout bounds one root's check (open and one request).
+	// ReadyRootTimeout bounds one root's check (open and one listing).
 	ReadyRootTimeout = 2 * time.Second
 	// ReadyConcurrency is how many roots are checked at once.
 	ReadyConcurrency = 16
@@ -33,8 +34,9 @@ const (
 // Readiness answers /readyz: the configuration loaded (it did, or the
 // daemon would not be serving) and every root is reachable, checked on the
 // probe itself: the roots are expanded (discovery included), and each is
-// opened (a local root's directory must exist) and asked for its
-// _reaper/PAUSE key. The answer is reused for TTL so a storm of probes
+// opened (a local root's directory must exist) and the first page of its
+// _reaper/ prefix is listed (a bucket or container must exist and be
+// listable). The answer is reused for TTL so a storm of probes
 // does not hammer the stores; probes that arrive during a check wait for
 // its answer.
 type Readiness struct {
@@ -119,11 +121,23 @@ func (r *Readiness) probeRoot(ctx context.Context, root config.Root) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.Head(ctx, worker.PauseKey); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+	// A listing, not a HEAD of the PAUSE key: S3 and GCS answer a HEAD in a
+	// bucket that does not exist with the same 404 as a missing key, so a
+	// deleted bucket read as ready, and a HEAD needs only read rights where
+	// every pass starts by listing. _reaper/ holds at most the PAUSE and
+	// the clock probe, so its first page is one small request.
+	err = s.List(ctx, reaperDir, func(objstore.Page) error { return errFirstPage })
+	if err != nil && !errors.Is(err, errFirstPage) {
 		return err
 	}
-	return nil // a readable store; the PAUSE itself is judged by the pass
+	return nil // a listable store; a PAUSE itself is judged by the pass
 }
+
+// reaperDir is reaper's own prefix in a root (the PAUSE, the clock probe).
+var reaperDir = path.Dir(worker.PauseKey) + "/"
+
+// errFirstPage stops a readiness listing after its first page.
+var errFirstPage = errors.New("first page read")
 
 // PassFinished marks the store reachable after a pass that reached every
 // root, so a probe within TTL of it need not ask again.

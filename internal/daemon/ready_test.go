@@ -19,18 +19,18 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
-// headFails fails every Head.
-type headFails struct {
+// listFails fails every List.
+type listFails struct {
 	objstore.Store
 	err error
 }
 
-func (h headFails) Head(context.Context, string) (objstore.Object, error) {
-	return objstore.Object{}, h.err
-}
+func (l listFails) List(context.Context, string, func(objstore.Page) error) error { return l.err }
 
 // probes is a Readiness over named roots whose stores the test chooses,
 // counting how often the roots are listed.
@@ -76,7 +76,7 @@ func TestReadinessProbe(t *testing.T) {
 		{"a PAUSE is still ready", &probes{stores: map[string]objstore.Store{"a": paused(t)}}, ""},
 		{"roots cannot be listed", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory()}, rootsErr: boom}, "boom"},
 		{"a root cannot be opened", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory()}, openErr: boom}, "root a: boom"},
-		{"a root cannot be read", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory(), "b": headFails{objstore.NewMemory(), boom}}}, "root b: boom"},
+		{"a root cannot be read", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory(), "b": listFails{objstore.NewMemory(), boom}}}, "root b: boom"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +100,7 @@ func paused(t *testing.T) objstore.Store {
 // Answers are cached for TTL; a pass that reached every root refreshes
 // the cache as ready, one that did not leaves it.
 func TestReadinessCache(t *testing.T) {
-	p := &probes{stores: map[string]objstore.Store{"a": headFails{objstore.NewMemory(), errors.New("down")}}, now: time.Unix(1000, 0)}
+	p := &probes{stores: map[string]objstore.Store{"a": listFails{objstore.NewMemory(), errors.New("down")}}, now: time.Unix(1000, 0)}
 	r := p.readiness()
 	ctx := context.Background()
 	require.Error(t, r.Check(ctx))
@@ -154,7 +154,7 @@ func TestReadinessSeesAMovedRoot(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "ready again once the root is back: %s", body)
 }
 
-// hangs is a store whose Head answers only once every store sharing
+// hangs is a store whose List answers only once every store sharing
 // arrived has been asked (so the roots must be checked at once), or never
 // when arrived is nil.
 type hangs struct {
@@ -165,7 +165,7 @@ type hangs struct {
 	n       int
 }
 
-func (h hangs) Head(ctx context.Context, key string) (objstore.Object, error) {
+func (h hangs) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
 	if h.arrived != nil {
 		h.mu.Lock()
 		if *h.waiting++; *h.waiting == h.n {
@@ -174,12 +174,12 @@ func (h hangs) Head(ctx context.Context, key string) (objstore.Object, error) {
 		h.mu.Unlock()
 		select {
 		case <-h.arrived:
-			return h.Store.Head(ctx, key)
+			return h.Store.List(ctx, prefix, fn)
 		case <-ctx.Done():
 		}
 	}
 	<-ctx.Done()
-	return objstore.Object{}, ctx.Err()
+	return ctx.Err()
 }
 
 // A probe ends within its bounds: a root that never answers is not ready
@@ -214,4 +214,64 @@ func TestReadinessIsBounded(t *testing.T) {
 		}
 		require.NoError(t, r.Check(context.Background()))
 	})
+}
+
+// TestReadinessOnBucketStores: on S3, GCS and Azure (real servers, the
+// production stack), a root whose bucket or container does not exist is not
+// ready and the answer names it, while an empty prefix of an existing bucket
+// (a database with no tables yet) is ready. S3 and GCS answer a HEAD in a
+// missing bucket with the same 404 as a missing key, so the HEAD of the
+// PAUSE key this probe once made said ready.
+func TestReadinessOnBucketStores(t *testing.T) {
+	type server struct {
+		uri  func(bucket string) string
+		name string
+		opts map[string]string
+	}
+	for _, b := range []struct {
+		backend string
+		start   func(t *testing.T) server
+		missing string
+	}{
+		{"s3", func(t *testing.T) server {
+			s := objstoretest.S3(t)
+			return server{func(b string) string { return "s3://" + b + "/tenant/db" }, s.Bucket, s.Options()}
+		}, "bucket does not exist"},
+		{"gcs", func(t *testing.T) server {
+			s := objstoretest.GCS(t)
+			return server{func(b string) string { return "gs://" + b + "/tenant/db" }, s.Bucket, s.Options()}
+		}, "bucket"},
+		{"azure", func(t *testing.T) server {
+			s := objstoretest.Azure(t)
+			return server{func(b string) string { return "az://" + b + "/tenant/db" }, s.Container, s.Options()}
+		}, "ContainerNotFound"},
+	} {
+		t.Run(b.backend, func(t *testing.T) {
+			srv := b.start(t)
+			for _, tc := range []struct {
+				name, bucket, wantErr string
+			}{
+				{"an empty prefix of an existing bucket", srv.name, ""},
+				{"a missing bucket", srv.name + "-gone", b.missing},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					uri := srv.uri(tc.bucket)
+					r := &Readiness{
+						Roots: func(context.Context) ([]config.Root, error) { return []config.Root{{URI: uri}}, nil },
+						Open: func(ctx context.Context, root config.Root) (objstore.Store, error) {
+							return stack.Open(ctx, root.URI, srv.opts, stack.Options{})
+						},
+					}
+					err := r.Check(t.Context())
+					if tc.wantErr == "" {
+						require.NoError(t, err)
+						return
+					}
+					require.Error(t, err)
+					require.ErrorContains(t, err, "root "+uri+":")
+					require.ErrorContains(t, err, tc.wantErr)
+				})
+			}
+		})
+	}
 }
