@@ -128,8 +128,15 @@ func launchAzurite(bin string) (*azProc, error) {
 	p := &azProc{endpoint: "http://" + addr}
 	// In memory (tests' data is throwaway, and disk persistence makes a
 	// 1000-blob batch five times slower); the data dir is only its working
-	// directory, so nothing it writes lands in the caller's.
+	// directory, so nothing it writes lands in the caller's. Idle
+	// connections are kept longer than any client keeps them (Go: 90 s):
+	// with Azurite's default of 5 s, a PUT sent on a connection the server
+	// was closing at that instant failed with "connection reset by peer"
+	// (Go retries only idempotent requests on a dead reused connection),
+	// a race real Azure, which keeps idle connections for minutes, does not
+	// run.
 	p.proc, err = startProc("azurite", bin, addr, []string{"--blobHost", host, "--blobPort", port,
+		"--blobKeepAliveTimeout", "600",
 		"--skipApiVersionCheck", "--loose", "--silent", "--disableProductStyleUrl",
 		"--disableTelemetry", "--inMemoryPersistence"}, nil, dir, 30*time.Second, listening)
 	if err != nil {
