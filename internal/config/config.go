@@ -90,7 +90,7 @@ type Limits struct {
 	TableConcurrency int `yaml:"table_concurrency"`
 	// DeleteConcurrency is how many delete requests are in flight per table
 	// at first; MaxDeleteConcurrency is how far that grows while the store
-	// does not push back (lifecycle/adaptive.go). A maximum below the start
+	// does not push back and throughput rises (lifecycle/adaptive.go). A maximum below the start
 	// keeps it fixed at the start.
 	DeleteConcurrency    int `yaml:"delete_concurrency"`
 	MaxDeleteConcurrency int `yaml:"max_delete_concurrency"`

@@ -39,7 +39,7 @@ func newBatchDeleter(ctx context.Context, store objstore.Store, g *guard, name s
 	return &batchDeleter{
 		ctx: ctx, store: store, guard: g, name: name,
 		budget: opts.MaxObjects, progress: opts.Progress,
-		slots: newInflight(opts.DeleteConcurrency, opts.MaxDeleteConcurrency, objstore.PushbacksOf(store)),
+		slots: newInflight(opts.DeleteConcurrency, opts.MaxDeleteConcurrency, objstore.PushbacksOf(store), nil),
 	}
 }
 

@@ -333,7 +333,10 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		// that took the lease over, and this purge's lease is lost.
 		log.WarnContext(ctx, "the marker delete's answer was lost, but the marker is gone: the table is purged", "error", err)
 	}
-	log.InfoContext(ctx, "purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes)
+	// delete_concurrency is where the adaptive limit ended (adaptive.go):
+	// what to set limits.delete_concurrency to for a fixed number.
+	log.InfoContext(ctx, "purge finished", "outcome", res.Outcome, "objects", res.Objects, "bytes", res.Bytes,
+		"delete_concurrency", d.slots.current())
 	return res, nil
 }
 
