@@ -58,7 +58,10 @@ func startAzurite(ctx context.Context, bin, workDir string) (*azurite, error) {
 	l.Close()
 	host, port, _ := strings.Cut(addr, ":")
 	a := &azurite{exited: make(chan struct{}), counts: map[string]int64{}}
-	a.cmd = exec.CommandContext(ctx, bin, "--blobHost", host, "--blobPort", port, "--skipApiVersionCheck", "--loose",
+	// --blobKeepAliveTimeout: as in objstoretest, idle connections outlive
+	// Go's 90 s, so a PUT never meets a connection Azurite is closing.
+	a.cmd = exec.CommandContext(ctx, bin, "--blobHost", host, "--blobPort", port, "--blobKeepAliveTimeout", "600",
+		"--skipApiVersionCheck", "--loose",
 		"--silent", "--disableProductStyleUrl", "--disableTelemetry", "--inMemoryPersistence")
 	a.cmd.Dir = workDir
 	if err := a.cmd.Start(); err != nil {
