@@ -14,30 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// pushgatewayBin is Debian's Pushgateway, unpacked into .tools/bin by
-// scripts/install-promtools.sh (make tools); REAPER_PUSHGATEWAY overrides it.
-func pushgatewayBin(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("REAPER_PUSHGATEWAY")
-	if p == "" {
-		p = filepath.Join(repoDir(t), ".tools", "bin", "pushgateway")
-	}
-	_, err := os.Stat(p)
-	require.NoError(t, err, "the Pushgateway is missing: run `make tools` (scripts/install-promtools.sh)")
-	return p
-}
+// pushgatewayBin is Debian's Pushgateway (see debianTool).
+func pushgatewayBin(t testing.TB) string { return debianTool(t, "REAPER_PUSHGATEWAY", "pushgateway") }
 
-// nodeExporterBin is Debian's node_exporter, unpacked into .tools/bin by
-// scripts/install-promtools.sh (make tools); REAPER_NODE_EXPORTER overrides it.
+// nodeExporterBin is Debian's node_exporter (see debianTool).
 func nodeExporterBin(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("REAPER_NODE_EXPORTER")
-	if p == "" {
-		p = filepath.Join(repoDir(t), ".tools", "bin", "node_exporter")
-	}
-	_, err := os.Stat(p)
-	require.NoError(t, err, "node_exporter is missing: run `make tools` (scripts/install-promtools.sh)")
-	return p
+	return debianTool(t, "REAPER_NODE_EXPORTER", "node_exporter")
 }
 
 // realPushgateway starts a Pushgateway on a loopback port; its log is

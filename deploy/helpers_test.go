@@ -38,6 +38,20 @@ func reaperBin(t testing.TB) string {
 	return bin
 }
 
+// debianTool is one of the Debian tools scripts/install-promtools.sh
+// (make tools) unpacks into .tools/bin as name; the variable env overrides
+// the path.
+func debianTool(t testing.TB, env, name string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		p = filepath.Join(repoDir(t), ".tools", "bin", name)
+	}
+	_, err := os.Stat(p)
+	require.NoError(t, err, "%s is missing: run `make tools` (scripts/install-promtools.sh)", name)
+	return p
+}
+
 // result is one finished reaper command.
 type result struct {
 	stdout, stderr string
@@ -61,6 +75,13 @@ func runReaper(t testing.TB, env []string, args ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, reaperBin(t), args...)
 	cmd.Env = append(baseEnv(t), env...)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd to completion, capturing its output; only a failure to
+// start or wait fails the test, not an exit status.
+func runCmd(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -71,7 +92,7 @@ func runReaper(t testing.TB, env []string, args ...string) result {
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	default:
-		require.NoError(t, err, "run reaper %s", strings.Join(args, " "))
+		require.NoError(t, err, "run %s", strings.Join(cmd.Args, " "))
 	}
 	return r
 }

@@ -257,17 +257,7 @@ func TestImageRunsAsNonrootWithNothingElse(t *testing.T) {
 			Credential:                 &syscall.Credential{Uid: image.UID, Gid: image.UID},
 		}
 		cmd.Dir = "/"
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		r := result{stdout: stdout.String(), stderr: stderr.String()}
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			r.code = exit.ExitCode()
-		} else {
-			require.NoError(t, err, "run /reaper %s in the image", strings.Join(args, " "))
-		}
-		return r
+		return runCmd(t, cmd)
 	}
 	r := inImage("version")
 	require.Equal(t, 0, r.code, r.String())

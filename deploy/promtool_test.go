@@ -11,18 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// promtool is Debian's promtool, unpacked into .tools/bin by
-// scripts/install-promtools.sh (make tools); REAPER_PROMTOOL overrides it.
-func promtool(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("REAPER_PROMTOOL")
-	if p == "" {
-		p = filepath.Join(repoDir(t), ".tools", "bin", "promtool")
-	}
-	_, err := os.Stat(p)
-	require.NoError(t, err, "promtool is missing: run `make tools` (scripts/install-promtools.sh)")
-	return p
-}
+// promtool is Debian's promtool (see debianTool).
+func promtool(t testing.TB) string { return debianTool(t, "REAPER_PROMTOOL", "promtool") }
 
 // runPromtool runs promtool in dir and fails the test on a non-zero exit.
 func runPromtool(t *testing.T, dir string, args ...string) string {
