@@ -254,7 +254,7 @@ var (
 	whyRate     = "See the S3 analysis below."
 	whyLocal    = "See the local analysis below."
 	whyRSS      = "See the RSS analysis below."
-	whyFloor    = "The floor only lists and deletes; what reaper adds is its protocol's fixed requests (see the request breakdown) and its delete concurrency (limits.delete_concurrency against the floor's 16 in flight)."
+	whyFloor    = "The floor only lists and deletes; what reaper adds is its protocol's fixed round trips and its adaptive delete concurrency's ramp: see the S3 analysis below."
 	whyStatus   = "status lists the root once with a delimiter; more pages than ceil(entries/1000) means the page size is below 1000."
 )
 
@@ -321,7 +321,7 @@ func (r *report) markdown() string {
 		w("| `reaper purge --config` over %d discovered roots, %s | 1 | %s | | | %d: %s |\n", c.Roots, s.Contender, fmtDur(s.median()), sum(s.requests()), fmtOps(s.requests()))
 	}
 
-	w("%s", analysis)
+	w("%s", r.analysis())
 
 	w("\n## Commands\n\n```\n")
 	seen := map[string]bool{}
@@ -343,89 +343,13 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
-// analysis explains the misses this harness has measured so far and what
-// would close them; the numbers above are this run's.
-const analysis = `
-## Analysis: why a target is missed, and what would close it
-
-**Requests per table.** The +8 of this bound predates the safety protocol (docs/PROTOCOL.md), which
-re-checks, immediately before the commit and before every batch of 1,000 deletes, everything that can
-stop a purge: the lease read back from the store (HEAD, a GET when its ETag moved), the legal hold
-(GET), the root's PAUSE switch (a listing), the marker and the purge commit (a HEAD each), all five
-at once, so they cost one round trip, not five. A table of N objects therefore costs ceil(N/1000)
-walk listings + ceil(N/1000) DeleteObjects + 5 x (ceil(N/1000) + 2) guard reads + about 10 fixed
-requests (the plan's marker read, the lease PUT, the marker, commit and hold reads under the lease,
-the commit PUT, the verify listing, and the commit, marker and lease DELETEs), plus one renewal PUT
-per 40 s of purge (default lease 2 min, renewed every third): none at 100,000 objects here (23 s), about
-six for a 1,000,000-object purge at the floor's speed (~4 min). Issue 15 asks for none below 1M objects;
-that needs a lease of at least 12 min (a renewal every third of it), and a holder that dies would then
-block its table, and any revive of it, for 12 min plus the skew allowance instead of 2. Not done: six
-conditional PUTs are under 0.1% of the ~7,000 requests such a purge sends, and the long block is a cost
-an operator feels. That is about 90 at 10,000 objects and
-about 720 at 100,000, against bounds of 28 and 208: a miss by design, kept because the guard is what
-makes a hold, a PAUSE, a revive or a lost lease stop a purge before its next batch (PROTOCOL.md P1,
-P3, A3) rather than at its end. What would close most of it: one listing of the table's siblings
-(<name>.*: marker, hold, commit and lease come back with their ETags in one request) instead of the
-four reads, so 2 requests per batch instead of 5 — fewer requests, but on AWS a LIST is billed like a
-PUT, ten times a GET, so the bill would go up; or guarding every k batches, which weakens P3 and is
-not done. The requests are cheap in time: the walk and the DeleteObjects dominate (see the floor).
-
-**Throughput on S3 vs the floor.** The floor lists the prefix once and sends its ten (or hundred)
-DeleteObjects batches 16 at a time, with nothing else. reaper adds, per table: the plan (root listing,
-PAUSE, marker), the lease, the commit, the guard before each batch, the manifests' batch alone before
-the rest (a crash never leaves a table whose manifests point at deleted files), the verify listing and
-the marker last. Its delete concurrency is adaptive: it starts at limits.delete_concurrency (4) and
-grows by one per batch answered without pushback up to limits.max_delete_concurrency (16), halving on a
-503 SlowDown or 429 the retry layer counts; its HTTP pool keeps 128 idle connections per host
-(objstore.NewHTTPTransport; with Go's default two, nearly every request of 16 in flight dialled anew,
-a TLS handshake each on AWS). With both, this run measured 1.07x the floor at 10,000 objects and 1.00x
-at 100,000 (medians of 5 alternating repetitions; the 5th pair at 10,000 overlapped a go vet on the
-machine, both contenders slower in it; the earlier fixed concurrency of 4 measured 1.5x, a
-fixed 16 without the pool 1.16-1.3x). At 10,000 objects the fixed costs (about 20 sequential round
-trips and the ramp from 4 to 16 in flight over ten batches) are ~0.1 s of a ~2 s purge, so 10,000 is
-the hard case; at 100,000 they amortise. What is not done: the limit grows while the store does not
-push back, not while measured throughput rises (issue 15's wording); on a store that neither pushes
-back nor gets faster beyond some concurrency the limit climbs to the ceiling anyway.
-
-**Local purge vs rm -rf.** reaper stats every file once (the identity fence needs each modification
-time), spills the key list beyond 10,000 keys to a temporary file so memory stays flat, and takes a
-shared per-directory lock; rm -rf (GNU, unlinking from one thread) does none of that, but it fsyncs
-nothing either, while reaper fsyncs each touched directory once per phase (the manifests, then the
-rest: the crash-safe order). Faster at every size in this run, from 5 alternating repetitions each:
-the 1,000,000-object pair now runs --reps times in the full mode (--rss-reps), about 14 minutes a pair
-here (1M files written twice, 2-6 min each, then the purge). Noise this run admits to: two of the
-twenty 1M runs overlapped other work on the machine (reaper's 4th, 121 s against 68-73 s otherwise,
-and the first 18 s of rm -rf's 4th), and the file-writing time between runs varied 2-6 min; the
-medians absorb both. The previous full run had the 1M pair once each (175 s against 205 s, 0.85x);
-no commit between the two touched the local backend, the lifecycle or the CLI, so the two runs
-bracket how much a single 1M pair can vary on this machine. Not done: a parallel walk of the table's directories and unlinking
-different directories (data/, _deletions/, _indices/*) in parallel (local roots keep
-limits.delete_concurrency, 4, as no pushback signal exists to grow on).
-
-**Peak RSS.** Measured by polling /proc/<pid>/status VmHWM (the child's rusage Maxrss would include
-the harness's own RSS, folded in at fork). Most of it is not the purge: reaper --version alone peaks at
-~47 MiB, of which ~42 MiB are pages of its own 75 MB static executable that the kernel maps in (RssFile:
-the AWS, Google Cloud Storage and Azure SDKs, gRPC, Prometheus and OpenTelemetry linked in); its
-anonymous memory is ~8 MiB. The anonymous peak is reported beside VmHWM. Purging 1,000,000 local files
-adds little: the local backend's Walk streams a directory of more than 10,000 entries in directory
-order, 1,024 entries at a time, the purge spills the keys to a temporary file, and on a local disk the
-delete concurrency does not grow (no pushback signal; unlinks in one directory serialise in the
-kernel anyway).
-
-**Scan cost.** status reads each marker once (GetObject per soft-deleted table) after one paged
-listing. A discovered root used to cost one more listing per pass (the check that the child is a
-database root), 3 requests per root with nothing due; the plan now uses that check's listing and the
-PAUSE read comes first (it also dates the store's clock), so a discovered root costs 2, as a configured
-one does (internal/worker/discovery_cost_test.go counts them on S3 and local).
-`
-
 // localTarget is issue 15's bound on a local purge: faster than rm -rf,
 // which unlinks from one thread and fsyncs nothing.
 const localTarget = 0.8
 
 func concName(n int) string {
 	if n == 0 {
-		return "4, growing to limits.max_delete_concurrency = 16 while the store does not push back: the defaults"
+		return "4, doubling toward limits.max_delete_concurrency = 16 while measured throughput rises and the store does not push back: the defaults"
 	}
 	return fmt.Sprint(n)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -162,4 +163,19 @@ func sum(m map[string]int64) int64 {
 func kib(v string) int64 {
 	n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 	return n * 1024
+}
+
+// finalConcurrency reads where the adaptive delete concurrency ended from
+// reaper's JSON log: the "purge finished" line's delete_concurrency.
+func finalConcurrency(stderr []byte) (int, error) {
+	for _, line := range bytes.Split(stderr, []byte("\n")) {
+		var rec struct {
+			Msg  string `json:"msg"`
+			Conc int    `json:"delete_concurrency"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "purge finished" {
+			return rec.Conc, nil
+		}
+	}
+	return 0, fmt.Errorf("no \"purge finished\" line with delete_concurrency in reaper's log: %s", tail(string(stderr), 400))
 }

@@ -23,6 +23,9 @@ type sample struct {
 	// Server is the request count by operation from versitygw's access log;
 	// Client is reaper's own count (reaper_s3_http_requests_total).
 	Server, Client map[string]int64
+	// DeleteConc is where reaper's adaptive delete concurrency ended, from
+	// its "purge finished" log line (0: not reaper, or not logged).
+	DeleteConc int `json:",omitempty"`
 }
 
 // series is every run of one contender in one scenario.
@@ -178,7 +181,7 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 			switch name {
 			case "reaper":
 				argv = append([]string{t.Reaper, "purge", "--root", "s3://" + bucket + "/db"}, storageFlags(gw)...)
-				argv = append(argv, "--allow-short-ttl", "-o", "json", "--log-level", "warn", "--textfile", prom)
+				argv = append(argv, "--allow-short-ttl", "-o", "json", "--log-level", "info", "--log-format", "json", "--textfile", prom)
 				if c.DeleteConc > 0 {
 					argv = append(argv, "--set", fmt.Sprintf("limits.delete_concurrency=%d", c.DeleteConc))
 				}
@@ -212,6 +215,9 @@ func s3Purge(ctx context.Context, c config, t tools, gw *gateway, n int, now tim
 				}
 				if s.Client, err = promRequests(prom); err != nil {
 					return err
+				}
+				if s.DeleteConc, err = finalConcurrency(res.Stderr); err != nil {
+					return fmt.Errorf("%s: %w", bucket, err)
 				}
 			case floorName:
 				if err := checkFloor(res.Stdout, n); err != nil {
