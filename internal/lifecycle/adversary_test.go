@@ -55,7 +55,8 @@ func (w *world) since() time.Duration {
 }
 
 // proc is one reaper process: its own namespace over the shared store,
-// through its own Pauser, with a host clock skewed by skew.
+// through its own Pauser, with a host clock skewed by skew, deleting in
+// batches of testBatch keys.
 type proc struct {
 	ns    *Namespace
 	pause *objstoretest.Pauser
@@ -65,7 +66,7 @@ func (w *world) proc(name string, skew time.Duration) *proc {
 	p := objstoretest.NewPauser(w.store)
 	host := func() time.Time { return time.Now().Add(w.since() + skew) }
 	lease := func() time.Time { return time.Now().Add(w.since()) }
-	ns, err := New(p, Options{Now: host, LeaseClock: lease, Logger: quiet(), SpillDir: w.t.TempDir(), Owner: name})
+	ns, err := New(p, Options{Now: host, LeaseClock: lease, Logger: quiet(), SpillDir: w.t.TempDir(), Owner: name, deleteBatch: testBatch})
 	require.NoError(w.t, err)
 	return &proc{ns: ns, pause: p}
 }
@@ -173,7 +174,7 @@ func TestAdversaryPausedPurgeAfterRevive(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
 		w := newWorld(t, s)
 		purger, reviver := w.proc("purger", 0), w.proc("reviver", 0)
-		dueTable(t, w, purger, "t", 1500)
+		dueTable(t, w, purger, "t", 150)
 		frozen := purger.purgeFrozenAt("t", objstoretest.OpWalk, "t.lance/", 0)
 		w.advance(leaseGone)
 		require.NoError(t, reviver.ns.Revive(context.Background(), "t"), "the lease expired by the store's clock")
@@ -246,7 +247,7 @@ func TestAdversaryPausedBatchMeetsTheFence(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
 		w := newWorld(t, s)
 		first, second := w.proc("first", 0), w.proc("second", 0)
-		n := dueTable(t, w, first, "t", 1500)
+		n := dueTable(t, w, first, "t", 150)
 		frozen := first.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 0)
 		require.Equal(t, StatePurging, statusOf(t, second.ns, "t").State)
 		w.advance(leaseGone)
@@ -330,7 +331,7 @@ func TestAdversaryHoldDuringTheWalk(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
 		w := newWorld(t, s)
 		purger, operator := w.proc("purger", 0), w.proc("operator", 0)
-		dueTable(t, w, purger, "t", 1500)
+		dueTable(t, w, purger, "t", 150)
 		frozen := purger.purgeFrozenAt("t", objstoretest.OpWalk, "t.lance/", 0)
 		_, err := operator.ns.PlaceHold(context.Background(), "t", "case 7")
 		require.NoError(t, err)
@@ -353,7 +354,7 @@ func TestAdversaryHoldMidPurge(t *testing.T) {
 		w := newWorld(t, s)
 		ctx := context.Background()
 		purger, operator := w.proc("purger", 0), w.proc("operator", 0)
-		n := dueTable(t, w, purger, "t", 2500)
+		n := dueTable(t, w, purger, "t", 250)
 		frozen := purger.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
 		_, err := operator.ns.PlaceHold(ctx, "t", "case 8")
 		require.NoError(t, err)
@@ -378,7 +379,7 @@ func TestAdversaryHoldMidPurge(t *testing.T) {
 }
 
 // Scenario 7: a purge that stops inside its manifests (a kill after the
-// first batch of 800, or the object budget inside 2,500) leaves a table
+// first batch, or an object budget reached inside them) leaves a table
 // that revive refuses: it would come back at an older version.
 func TestAdversaryPartialPurgeIsNotRevivable(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
@@ -386,14 +387,14 @@ func TestAdversaryPartialPurgeIsNotRevivable(t *testing.T) {
 		ctx := context.Background()
 		p := w.proc("purger", 0)
 		lanceTable(t, s, "t", 20)
-		for i := 4; i <= 800; i++ {
+		for i := 4; i <= 80; i++ {
 			_, err := s.Put(ctx, fmt.Sprintf("t.lance/_versions/%d.manifest", i), []byte("m"))
 			require.NoError(t, err)
 		}
 		_, err := p.ns.Drop(ctx, "t", time.Hour)
 		require.NoError(t, err)
 		w.advance(time.Hour + time.Second)
-		// The process dies after its first batch (the 800 manifests).
+		// The process dies after its first batch (the 80 manifests).
 		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
 		w.advance(leaseGone) // it never comes back
 		require.Empty(t, keysUnder(snapshot(t, s), "t.lance/_versions/"), "the manifests went first")
@@ -487,7 +488,7 @@ func TestAdversaryLostLeaseIsAFailure(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
 		w := newWorld(t, s)
 		p := w.proc("purger", 0)
-		dueTable(t, w, p, "t", 2500)
+		dueTable(t, w, p, "t", 250)
 		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
 		w.advance(DefaultLeaseTTL) // past its deadline, not yet past takeover
 		r := frozen.resume()

@@ -98,8 +98,21 @@ func clockMemory() *objstoretest.ClockStore { return objstoretest.NewClockStore(
 // store's clock c moves, see clock).
 func newNS(t *testing.T, s objstore.Store, c *clock) *Namespace {
 	t.Helper()
+	return newNSBatch(t, s, c, 0)
+}
+
+// testBatch is the delete batch of the tests that need a purge of several
+// batches: a table of a few hundred objects then has the shape of one of
+// a few thousand under the stores' 1,000, at a tenth of the requests (the
+// emulators under -race made those tables most of this package's time).
+const testBatch = 100
+
+// newNSBatch is newNS with delete batches of batch keys (0: the stores'
+// limit, as in production).
+func newNSBatch(t *testing.T, s objstore.Store, c *clock, batch int) *Namespace {
+	t.Helper()
 	c.attach(s)
-	ns, err := New(s, Options{Now: c.Now, LeaseClock: c.Now, Logger: quiet(), SpillDir: t.TempDir(), Owner: "test"})
+	ns, err := New(s, Options{Now: c.Now, LeaseClock: c.Now, Logger: quiet(), SpillDir: t.TempDir(), Owner: "test", deleteBatch: batch})
 	require.NoError(t, err)
 	return ns
 }

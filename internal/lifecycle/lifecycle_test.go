@@ -318,8 +318,8 @@ func TestPurgeOrder(t *testing.T) {
 		ctx := context.Background()
 		c := &clock{}
 		rec := &recorder{Store: s}
-		ns := newNS(t, rec, c)
-		n := lanceTable(t, s, "t", 2500)
+		ns := newNSBatch(t, rec, c, testBatch)
+		n := lanceTable(t, s, "t", 250)
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
 		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
@@ -351,7 +351,7 @@ func TestPurgeOrder(t *testing.T) {
 			}
 		}
 		require.Equal(t, n, deleted)
-		require.LessOrEqual(t, rec.batches, 4, "2510 objects: 1 manifest batch + 3 batches of <= 1000")
+		require.LessOrEqual(t, rec.batches, 4, "260 objects: 1 manifest batch + 3 batches of <= 100")
 	})
 }
 
@@ -361,11 +361,11 @@ func TestPurgeResumesAfterFailure(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
 		ctx := context.Background()
 		c := &clock{}
-		n := lanceTable(t, s, "t", 1500)
+		n := lanceTable(t, s, "t", 150)
 		lanceTable(t, s, "keep", 1)
 		keep := keysUnder(snapshot(t, s), "keep.lance/")
 		failing := &recorder{Store: s, failBatchAfter: 1}
-		ns := newNS(t, failing, c)
+		ns := newNSBatch(t, failing, c, testBatch)
 		_, err := ns.Drop(ctx, "t", time.Second)
 		require.NoError(t, err)
 		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
@@ -573,17 +573,17 @@ func TestPurgeBudgetContinuesNextTime(t *testing.T) {
 		ctx := context.Background()
 		c := &clock{}
 		rec := &recorder{Store: s}
-		ns := newNS(t, rec, c)
-		n := lanceTable(t, s, "big", 1300)
+		ns := newNSBatch(t, rec, c, testBatch)
+		n := lanceTable(t, s, "big", 130)
 		_, err := ns.Drop(ctx, "big", time.Second)
 		require.NoError(t, err)
 		c.Advance(2 * time.Second) // the TTL, and S3's second of resolution
-		opts := PurgeOptions{MaxObjects: 500, DeleteConcurrency: 3}
+		opts := PurgeOptions{MaxObjects: 50, DeleteConcurrency: 3}
 		res, err := ns.Purge(ctx, "big", opts)
 		require.NoError(t, err)
 		require.Equal(t, OutcomePartial, res.Outcome)
 		require.Less(t, res.Objects, int64(n))
-		require.GreaterOrEqual(t, res.Objects, int64(500))
+		require.GreaterOrEqual(t, res.Objects, int64(50))
 		require.Equal(t, StatePartiallyPurged, statusOf(t, ns, "big").State, "marker and commit kept, lease released")
 		require.ErrorIs(t, ns.Revive(ctx, "big"), ErrPartiallyPurged, "a table stopped inside its manifests cannot be revived at an old version")
 		for _, op := range rec.ops()[:4] {

@@ -54,6 +54,13 @@ type Options struct {
 	// SpillDir holds the temporary key list of a table being purged; "" uses
 	// os.TempDir().
 	SpillDir string
+
+	// deleteBatch is how many keys one delete batch carries (and one guard
+	// check covers); 0 is objstore.MaxBatchDelete, the stores' limit. Only
+	// this package's tests set it: a purge of many batches on a table of
+	// hundreds of objects instead of thousands, which on the emulators is
+	// most of the suite's time under -race.
+	deleteBatch int
 }
 
 // Namespace is the lifecycle API over one database root.
@@ -75,6 +82,7 @@ func New(store objstore.Store, opts Options) (*Namespace, error) {
 	opts.DefaultTTL = cmp.Or(opts.DefaultTTL, DefaultTTL)
 	opts.SkewAllowance = cmp.Or(opts.SkewAllowance, DefaultSkewAllowance)
 	opts.LeaseTTL = cmp.Or(opts.LeaseTTL, DefaultLeaseTTL)
+	opts.deleteBatch = cmp.Or(opts.deleteBatch, objstore.MaxBatchDelete)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
