@@ -66,7 +66,7 @@ func (w *world) proc(name string, skew time.Duration) *proc {
 	p := objstoretest.NewPauser(w.store)
 	host := func() time.Time { return time.Now().Add(w.since() + skew) }
 	lease := func() time.Time { return time.Now().Add(w.since()) }
-	ns, err := New(p, Options{Now: host, LeaseClock: lease, Logger: quiet(), SpillDir: w.t.TempDir(), Owner: name, deleteBatch: testBatch})
+	ns, err := New(p, Options{Now: host, LeaseClock: lease, Logger: quiet(), SpillDir: w.t.TempDir(), Owner: name, DeleteBatch: testBatch})
 	require.NoError(w.t, err)
 	return &proc{ns: ns, pause: p}
 }

@@ -112,7 +112,7 @@ const testBatch = 100
 func newNSBatch(t *testing.T, s objstore.Store, c *clock, batch int) *Namespace {
 	t.Helper()
 	c.attach(s)
-	ns, err := New(s, Options{Now: c.Now, LeaseClock: c.Now, Logger: quiet(), SpillDir: t.TempDir(), Owner: "test", deleteBatch: batch})
+	ns, err := New(s, Options{Now: c.Now, LeaseClock: c.Now, Logger: quiet(), SpillDir: t.TempDir(), Owner: "test", DeleteBatch: batch})
 	require.NoError(t, err)
 	return ns
 }

@@ -640,3 +640,24 @@ func TestPurgeWithPlannedMarker(t *testing.T) {
 		require.Len(t, keysUnder(snapshot(t, s), "b.lance/"), 8)
 	})
 }
+
+// New refuses options no purge could honour, naming the fix.
+func TestNewRefusesBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"negative default ttl", Options{DefaultTTL: -time.Hour}, "default ttl -1h0m0s is negative; pass a duration such as 168h"},
+		{"negative skew", Options{SkewAllowance: -time.Minute}, "skew allowance -1m0s is negative; pass a duration such as 5m"},
+		{"negative batch", Options{DeleteBatch: -1}, "delete batch of -1 keys: pass 1 to 1000, or 0 for 1000"},
+		{"batch above the stores' limit", Options{DeleteBatch: 1001}, "delete batch of 1001 keys: pass 1 to 1000, or 0 for 1000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(objstore.NewMemory(), tc.opts)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+	_, err := New(objstore.NewMemory(), Options{DeleteBatch: objstore.MaxBatchDelete})
+	require.NoError(t, err, "the stores' limit itself is fine")
+}

@@ -54,13 +54,12 @@ type Options struct {
 	// SpillDir holds the temporary key list of a table being purged; "" uses
 	// os.TempDir().
 	SpillDir string
-
-	// deleteBatch is how many keys one delete batch carries (and one guard
-	// check covers); 0 is objstore.MaxBatchDelete, the stores' limit. Only
-	// this package's tests set it: a purge of many batches on a table of
-	// hundreds of objects instead of thousands, which on the emulators is
-	// most of the suite's time under -race.
-	deleteBatch int
+	// DeleteBatch is how many keys one delete batch carries, and so how
+	// many deletes one guard check covers; 0 is objstore.MaxBatchDelete,
+	// the stores' limit. Tests lower it to purge in many batches a table
+	// of hundreds of objects instead of thousands (on the emulators under
+	// -race, those tables were most of the suites' time).
+	DeleteBatch int
 }
 
 // Namespace is the lifecycle API over one database root.
@@ -82,7 +81,10 @@ func New(store objstore.Store, opts Options) (*Namespace, error) {
 	opts.DefaultTTL = cmp.Or(opts.DefaultTTL, DefaultTTL)
 	opts.SkewAllowance = cmp.Or(opts.SkewAllowance, DefaultSkewAllowance)
 	opts.LeaseTTL = cmp.Or(opts.LeaseTTL, DefaultLeaseTTL)
-	opts.deleteBatch = cmp.Or(opts.deleteBatch, objstore.MaxBatchDelete)
+	if opts.DeleteBatch < 0 || opts.DeleteBatch > objstore.MaxBatchDelete {
+		return nil, fmt.Errorf("delete batch of %d keys: pass 1 to %d, or 0 for %d", opts.DeleteBatch, objstore.MaxBatchDelete, objstore.MaxBatchDelete)
+	}
+	opts.DeleteBatch = cmp.Or(opts.DeleteBatch, objstore.MaxBatchDelete)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -281,7 +281,7 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	defer func() { _ = durable.Flush() }() // after a failure: best effort
 	d := newBatchDeleter(objstore.WithSyncBatch(ctx, durable), ns.store, g, name, opts)
 	phase := func(keys *spill) error {
-		err := keys.each(ns.opts.deleteBatch, d.submit)
+		err := keys.each(ns.opts.DeleteBatch, d.submit)
 		if werr := d.wait(); err == nil || errors.Is(err, errBudget) && werr != nil {
 			err = werr // a phase finishes before anything else goes
 		}

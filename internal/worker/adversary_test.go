@@ -35,7 +35,7 @@ func (f *fixture) pausePass() *objstoretest.Pauser {
 func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
 		f := newFixture(t, backend, 1)
-		f.table(0, "a", 1500, 1, 7*day)
+		f.table(0, "a", 150, 1, 7*day)
 		names := []string{"a"}
 		for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i", "j"} {
 			f.table(0, n, 2, 1, 7*day)
@@ -45,7 +45,9 @@ func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 		frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "a.lance/", 1)
 		cfg := baseConfig()
 		cfg.Limits.TableConcurrency = 1
-		done := passAsync(t, f.worker(cfg, 8*day))
+		w := f.worker(cfg, 8*day)
+		w.DeleteBatch = 100 // a's 150 data files take several batches
+		done := passAsync(t, w)
 		<-frozen.Reached()
 		if backend.Name == objstoretest.Local.Name {
 			root := strings.TrimPrefix(f.uris[0], "file://")
@@ -74,12 +76,13 @@ func TestPauseCreatedMidPassStopsEveryTable(t *testing.T) {
 func TestLostLeaseMidDeleteIsAFailure(t *testing.T) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
 		f := newFixture(t, backend, 1)
-		f.table(0, "big", 2500, 1, 7*day)
+		f.table(0, "big", 250, 1, 7*day)
 		p := f.pausePass()
 		frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "big.lance/", 1)
 		var skew atomic.Int64
 		cfg := baseConfig()
 		w := f.worker(cfg, 8*day)
+		w.DeleteBatch = 100 // big's 250 data files take several batches
 		w.LeaseClock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		done := passAsync(t, w)
 		<-frozen.Reached()

@@ -52,6 +52,9 @@ type Worker struct {
 	// (durations only); nil uses CLOCK_BOOTTIME. Tests move it to freeze a
 	// pass.
 	LeaseClock func() time.Time
+	// DeleteBatch is lifecycle.Options.DeleteBatch (0: the stores' limit);
+	// tests lower it to purge small tables in several batches.
+	DeleteBatch int
 	// Owner names this process in leases and the ledger.
 	Owner string
 	// Version of reaper, for the ledger.
@@ -187,7 +190,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	ns, err := lifecycle.New(store, lifecycle.Options{
 		DefaultTTL: cfg.Defaults.TTL.D(), SkewAllowance: cfg.Defaults.SkewAllowance.D(),
 		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, LeaseClock: p.w.LeaseClock,
-		Logger: p.log, // lifecycle adds the root
+		DeleteBatch: p.w.DeleteBatch, Logger: p.log, // lifecycle adds the root
 	})
 	if err != nil {
 		rr.Err = err
