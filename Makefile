@@ -27,12 +27,16 @@ test:
 	@echo "make test: go test -race (with test/chaos, about 10 min), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
 	@$(MAKE) --no-print-directory gotest fuzz-test deploy-check-only
 
+## TESTFLAGS: go test's result cache is on, so a later make test re-runs only the packages whose code,
+## test files, environment, ./bin/reaper or test servers changed (a package whose tests passed is printed
+## "(cached)"); TESTFLAGS=-count=1 re-runs everything.
+TESTFLAGS ?=
 .PHONY: gotest fuzz-test deploy-check-only
 gotest:
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
 	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
-	  $(GO) test -race -count=1 -timeout 25m ./...
+	  $(GO) test -race $(TESTFLAGS) -timeout 25m ./...
 
 fuzz-test:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
