@@ -24,7 +24,7 @@ run: build
 test:
 	@echo "make test: installing tools, compiling ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores: versitygw is the long part; warm under a minute)"
 	@$(MAKE) --no-print-directory -j4 --output-sync=line tools lint build interop-deps
-	@echo "make test: go test -race (with test/chaos, about 10 min), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
+	@echo "make test: go test -race (with test/chaos, up to 10 min; a package unchanged since it passed prints (cached)), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
 	@$(MAKE) --no-print-directory gotest fuzz-test deploy-check-only
 
 ## TESTFLAGS: go test's result cache is on, so a later make test re-runs only the packages whose code,
