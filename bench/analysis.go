@@ -85,12 +85,14 @@ func (r *report) requestAnalysis(w func(string, ...any)) {
 	const big = 1_000_000
 	d := time.Duration(float64(big) / fl.rate() * float64(time.Second))
 	renewals := int(d / (ttl / 3))
+	p := ceilDiv(big, 1000)
+	total := 2*p + guardReads*(p+2) + fixedRequests + renewals
 	need := (3 * d).Round(time.Minute)
 	if need < 3*d {
 		need += time.Minute
 	}
-	w("**Lease renewals.** The default lease is %s, renewed every third of it. At the floor's speed here (%.0f objects/s at %d objects) a purge of %d objects takes about %s and needs %d renewals: conditional PUTs, under 0.1%% of the requests such a purge sends. Needing none below %d objects takes a lease of at least %s (`defaults.lease_ttl`), and a holder that dies would then block its table, and any revive of it, for that long plus the skew allowance instead of %s. Not done: the long block is a cost an operator feels, the renewals are not. An operator who wants it sets `defaults.lease_ttl`.\n\n",
-		ttl, fl.rate(), fl.Objects, big, d.Round(time.Second), renewals, big, need, ttl)
+	w("**Lease renewals.** The default lease is %s, renewed every third of it. At the floor's speed here (%.0f objects/s at %d objects) a purge of %d objects takes about %s and needs %d renewals: conditional PUTs, %.2f%% of the ~%d requests such a purge sends. Needing none below %d objects takes a lease of at least %s (`defaults.lease_ttl`), and a holder that dies would then block its table, and any revive of it, for that long plus the skew allowance instead of %s. Not done: the long block is a cost an operator feels, the renewals are not. An operator who wants it sets `defaults.lease_ttl`.\n\n",
+		ttl, fl.rate(), fl.Objects, big, d.Round(time.Second), renewals, 100*float64(renewals)/float64(total), total, big, need, ttl)
 }
 
 func (r *report) floorAnalysis(w func(string, ...any)) {
