@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -50,12 +49,12 @@ func (r *report) requestAnalysis(w func(string, ...any)) {
 		got, _ := rs.maxRequests()
 		p := ceilDiv(rs.Objects, 1000)
 		rows = append(rows, fmt.Sprintf("%d objects on S3: %d predicted (%d + %d + %d x %d + %d), %d measured, against a bound of %d",
-			rs.Objects, 2*p+guardReads*(p+2)+fixedRequests, p, p, guardReads, p+2, fixedRequests, got-perRoot, 2*p+8))
+			rs.Objects, 2*p+guardReads*(p+2)+fixedRequests, p, p, guardReads, p+2, fixedRequests, got-perRoot, s3Floor(rs.Objects)))
 	}
 	for _, scen := range r.scenarios("gcs/") {
 		rs := r.find(scen, "reaper")
 		got, _ := rs.maxRequests()
-		rows = append(rows, fmt.Sprintf("%d objects on GCS (one DELETE a key, no batch call): %d measured against %d, the excess being the guard's reads", rs.Objects, got-perRoot, int64(ceilDiv(rs.Objects, 1000)+rs.Objects+8)))
+		rows = append(rows, fmt.Sprintf("%d objects on GCS (one DELETE a key, no batch call): %d measured against %d, the excess being the guard's reads", rs.Objects, got-perRoot, gcsFloor(rs.Objects)))
 	}
 	for _, scen := range r.scenarios("azure/") {
 		rs := r.find(scen, "reaper")
@@ -194,4 +193,5 @@ func plural(n int) string {
 	return "s"
 }
 
-func ceilDiv(a, b int) int { return int(math.Ceil(float64(a) / float64(b))) }
+// ceilDiv is a/b rounded up, for positive b.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -254,8 +254,7 @@ func azWriteTable(ctx context.Context, cc *container.Client, n, size int) error 
 // azureFloor is the request floor of one purged table of n objects on
 // Azure: the S3 rule with Blob Batch's 256 deletes per request.
 func azureFloor(n int) int64 {
-	ceil := func(a, b int) int { return (a + b - 1) / b }
-	return int64(ceil(n, azPage) + ceil(n, azBatch) + 8)
+	return int64(ceilDiv(n, azPage) + ceilDiv(n, azBatch) + 8)
 }
 
 // azureSection renders the Azure scenarios beside reaper's S3 figures.

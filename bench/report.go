@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -161,8 +160,8 @@ func (r *report) targets() []target {
 	for _, scen := range r.scenarios("s3/") {
 		rs := r.find(scen, "reaper")
 		n := rs.Objects
-		pages := int64(math.Ceil(float64(n) / 1000))
-		bound := 2*pages + 8
+		pages := int64(ceilDiv(n, 1000))
+		bound := s3Floor(n)
 		got, ops := rs.maxRequests()
 		// The pass costs perRoot requests whatever the table count: the plan's
 		// root listing and the pause check. The rest is the table's.
@@ -230,6 +229,10 @@ func (r *report) targets() []target {
 	}
 	return ts
 }
+
+// s3Floor is the request bound of one purged S3 table of n objects:
+// ceil(n/1000) listings + ceil(n/1000) batch deletes + 8.
+func s3Floor(n int) int64 { return int64(2*ceilDiv(n, 1000) + 8) }
 
 // floorMax is how far reaper's median wall may exceed the floor's: the
 // price of its safety protocol on one table.

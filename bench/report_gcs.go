@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -18,9 +17,8 @@ func (r *report) gcsTargets() []target {
 	for _, scen := range r.scenarios("gcs/") {
 		rs := r.find(scen, "reaper")
 		n := rs.Objects
-		pages := int64(math.Ceil(float64(n) / 1000))
-		deletes := int64(math.Ceil(float64(n) / gcsDeleteBatch))
-		bound := pages + deletes + 8
+		pages, deletes := int64(ceilDiv(n, 1000)), int64(ceilDiv(n, gcsDeleteBatch))
+		bound := gcsFloor(n)
 		got, ops := rs.maxRequests()
 		table := got - perRoot
 		ts = append(ts, target{
@@ -32,6 +30,9 @@ func (r *report) gcsTargets() []target {
 	}
 	return ts
 }
+
+// gcsFloor is the request bound of one purged GCS table of n objects.
+func gcsFloor(n int) int64 { return int64(ceilDiv(n, 1000) + ceilDiv(n, gcsDeleteBatch) + 8) }
 
 // gcsSection writes the GCS purges, and reaper's S3 and GCS figures side by
 // side.
