@@ -43,7 +43,7 @@ func (r *report) gcsSection(b *strings.Builder) {
 	}
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("\n## Google Cloud Storage purge: one table, on fake-gcs-server\n\n")
-	w("**Emulator figures are not cloud figures**: fake-gcs-server (memory backend) on loopback, on the same cores as reaper, behind a counting proxy; real GCS adds a network round trip per request and its own rate limits. No peer runs (gsutil and rclone's GCS remote are not installed here). The Go client has no batch delete, so reaper deletes each key with its own request, 32 in flight (docs/BACKENDS.md). Objects are uploaded through the API, then the marker (dated a minute before the uploads, TTL 1 ms). Requests: counted by the proxy (median run).\n\n")
+	w("**Emulator figures are not cloud figures**: fake-gcs-server (memory backend) on loopback, on the same cores as reaper, behind a counting proxy; real GCS adds a network round trip per request and its own rate limits. No peer runs (gsutil and rclone's GCS remote are not installed here). The JSON API client has no batch delete, so reaper deletes each key with its own request, 32 in flight (docs/BACKENDS.md). Objects are uploaded through the API, then the marker (dated a minute before the uploads, TTL 1 ms). Requests: counted by the proxy (median run).\n\n")
 	for _, scen := range scens {
 		r.table(b, scen)
 	}

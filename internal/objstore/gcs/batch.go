@@ -9,8 +9,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// This file owns batch deletes. The Go client has no batch call (the JSON
-// API's multipart batch endpoint is not exposed), so a batch is bounded
+// This file owns batch deletes. The JSON API client has no batch call (the
+// multipart batch endpoint is not generated), so a batch is bounded
 // concurrent single deletes: each its own fenced request, each failure
 // named with its key.
 

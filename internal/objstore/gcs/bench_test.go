@@ -11,7 +11,7 @@ import (
 
 // BenchmarkDeleteBatch compares DeleteBatch with one delete in flight and
 // with the default 32, on fake-gcs-server (emulator figures, not cloud
-// ones): the Go client has no batch call, so concurrency is what a batch
+// ones): the JSON API client has no batch call, so concurrency is what a batch
 // is made of. Run: go test -run - -bench DeleteBatch ./internal/objstore/gcs/
 func BenchmarkDeleteBatch(b *testing.B) {
 	const n = 1000

@@ -17,7 +17,7 @@ import (
 // fresh one it first reads the metadata of objstore.ClockProbeKey.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	return s.clock.Now(ctx, s.URI(), s.ClockMaxAge, func(ctx context.Context) error {
-		_, err := s.bucket().Object(s.root + objstore.ClockProbeKey).Attrs(ctx)
+		_, err := s.client.Objects.Get(s.loc.Bucket, s.root+objstore.ClockProbeKey).Context(ctx).Fields(objectFields).Do()
 		return mapError(err)
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -19,10 +18,7 @@ func mapError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, storage.ErrBucketNotExist):
-		// A missing bucket is a misconfiguration, never a missing key.
-		return err
-	case errors.Is(err, storage.ErrObjectNotExist) || httpStatus(err) == 404:
+	case httpStatus(err) == 404:
 		return fmt.Errorf("%w: %w", objstore.ErrNotFound, err)
 	case httpStatus(err) == 412:
 		return fmt.Errorf("%w: %w", objstore.ErrPrecondition, err)

@@ -9,15 +9,17 @@ package gcs
 
 import (
 	"context"
-	"errors"
+	"encoding/base64"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
+	"google.golang.org/api/googleapi"
+	storage "google.golang.org/api/storage/v1"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -28,7 +30,7 @@ const DefaultPageSize = 1000
 
 // Store is an objstore.Store over one bucket and object-name prefix.
 type Store struct {
-	client *storage.Client
+	client *storage.Service
 	loc    objstore.Location
 	root   string // loc.Prefix plus "/", or "" for the bucket root
 
@@ -58,10 +60,9 @@ func newStore(loc objstore.Location) *Store {
 // URI is the root URI; it never carries credentials.
 func (s *Store) URI() string { return s.loc.String() }
 
-// Close releases the client's connections.
-func (s *Store) Close() error { return s.client.Close() }
-
-func (s *Store) bucket() *storage.BucketHandle { return s.client.Bucket(s.loc.Bucket) }
+// Close releases nothing: the JSON API client holds no connections of its
+// own (the transport's pool belongs to whoever lent it, or to net/http).
+func (s *Store) Close() error { return nil }
 
 func (s *Store) pageSize() int {
 	if s.PageSize > 0 {
@@ -79,18 +80,21 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) 
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
 	last := ""
-	return s.listPages(ctx, "list", prefix, "/", func(attrs []*storage.ObjectAttrs) error {
+	return s.listPages(ctx, "list", prefix, "/", func(res *storage.Objects) error {
 		var page objstore.Page
-		for _, a := range attrs {
-			if a.Prefix != "" {
-				if p := s.rel(a.Prefix); p != "" && p > last {
-					page.Prefixes = append(page.Prefixes, p)
-					last = p
-				}
-				continue
+		for _, a := range res.Items {
+			o, ok, err := s.object(a)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", prefix, err)
 			}
-			if o, ok := s.object(a); ok {
+			if ok {
 				page.Objects = append(page.Objects, o)
+			}
+		}
+		for _, p := range res.Prefixes {
+			if p := s.rel(p); p != "" && p > last {
+				page.Prefixes = append(page.Prefixes, p)
+				last = p
 			}
 		}
 		return s.deliver(page, fn)
@@ -121,10 +125,14 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 	if err := objstore.ValidatePrefix(prefix); err != nil {
 		return fmt.Errorf("walk %s: %w", prefix, err)
 	}
-	return s.listPages(ctx, "walk", prefix, "", func(attrs []*storage.ObjectAttrs) error {
-		objs := make([]objstore.Object, 0, len(attrs))
-		for _, a := range attrs {
-			if o, ok := s.object(a); ok {
+	return s.listPages(ctx, "walk", prefix, "", func(res *storage.Objects) error {
+		objs := make([]objstore.Object, 0, len(res.Items))
+		for _, a := range res.Items {
+			o, ok, err := s.object(a)
+			if err != nil {
+				return fmt.Errorf("walk %s: %w", prefix, err)
+			}
+			if ok {
 				objs = append(objs, o)
 			}
 		}
@@ -135,31 +143,36 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 	})
 }
 
-// listAttrs are the fields a listing asks for: no ACLs, no metadata
-// (prefixes always come).
-var listAttrs = []string{"Name", "Size", "Generation", "Updated"}
+// listFields are the fields a listing asks for: no ACLs, no metadata.
+const listFields = "nextPageToken,prefixes,items(name,size,generation,updated)"
+
+// objectFields are the fields a metadata read asks for.
+const objectFields = "size,generation,updated"
 
 // listPages follows page tokens, one request per page; errors from fn pass
 // through unchanged, as the Store contract requires.
-func (s *Store) listPages(ctx context.Context, action, prefix, delimiter string, fn func([]*storage.ObjectAttrs) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s %s: %w", action, prefix, err)
-	}
-	q := &storage.Query{Prefix: s.root + prefix, Delimiter: delimiter}
-	if err := q.SetAttrSelection(listAttrs); err != nil {
-		return fmt.Errorf("%s %s: %w", action, prefix, err)
-	}
-	pager := iterator.NewPager(s.bucket().Objects(ctx, q), s.pageSize(), "")
+func (s *Store) listPages(ctx context.Context, action, prefix, delimiter string, fn func(*storage.Objects) error) error {
+	token := ""
 	for {
-		var attrs []*storage.ObjectAttrs
-		next, err := pager.NextPage(&attrs)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s %s: %w", action, prefix, err)
+		}
+		call := s.client.Objects.List(s.loc.Bucket).Context(ctx).Prefix(s.root + prefix).
+			MaxResults(int64(s.pageSize())).Fields(listFields)
+		if delimiter != "" {
+			call = call.Delimiter(delimiter)
+		}
+		if token != "" {
+			call = call.PageToken(token)
+		}
+		res, err := call.Do()
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", action, prefix, listError(err))
 		}
-		if err := fn(attrs); err != nil {
+		if err := fn(res); err != nil {
 			return err
 		}
-		if next == "" {
+		if token = res.NextPageToken; token == "" {
 			return nil
 		}
 	}
@@ -168,73 +181,120 @@ func (s *Store) listPages(ctx context.Context, action, prefix, delimiter string,
 // listError keeps a listing's 404 (a missing bucket) from reading as a
 // missing key: a listing has no such thing.
 func listError(err error) error {
-	if errors.Is(err, storage.ErrBucketNotExist) || httpStatus(err) == 404 {
+	if httpStatus(err) == 404 {
 		return fmt.Errorf("bucket not found: %w", err)
 	}
 	return mapError(err)
 }
 
 // object converts one listed entry, dropping the root's own placeholder.
-func (s *Store) object(a *storage.ObjectAttrs) (objstore.Object, bool) {
+func (s *Store) object(a *storage.Object) (objstore.Object, bool, error) {
 	key := s.rel(a.Name)
 	if key == "" {
-		return objstore.Object{}, false
+		return objstore.Object{}, false, nil
 	}
-	return objstore.Object{Key: key, Size: a.Size, ETag: etagOf(a.Generation), LastModified: a.Updated}, true
+	o, err := objectOf(key, a)
+	return o, err == nil, err
+}
+
+// objectOf converts the service's description of key.
+func objectOf(key string, a *storage.Object) (objstore.Object, error) {
+	updated, err := time.Parse(time.RFC3339Nano, a.Updated)
+	if err != nil {
+		return objstore.Object{}, fmt.Errorf("object %s: updated time %q: %w", key, a.Updated, err)
+	}
+	return objstore.Object{Key: key, Size: int64(a.Size), ETag: etagOf(a.Generation), LastModified: updated}, nil
 }
 
 // rel strips the root prefix from an object name.
 func (s *Store) rel(name string) string { return strings.TrimPrefix(name, s.root) }
 
-// handle returns the object handle of a store key after checking its
-// grammar.
-func (s *Store) handle(key string) (*storage.ObjectHandle, error) {
+// name returns the object name of a store key after checking its grammar.
+func (s *Store) name(key string) (string, error) {
 	if err := objstore.ValidateKey(key); err != nil {
-		return nil, err
+		return "", err
 	}
-	return s.bucket().Object(s.root + key), nil
+	return s.root + key, nil
 }
 
-// Get reads a whole object; body and generation come from one response.
+// Get reads a whole object; body and generation come from one response
+// (a media download, ?alt=media), and the body is checked against the
+// CRC32C the service sends.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
-	h, err := s.handle(key)
+	name, err := s.name(key)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
-	r, err := h.NewReader(ctx)
+	res, err := s.client.Objects.Get(s.loc.Bucket, name).Context(ctx).Download()
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, mapError(err))
 	}
-	defer r.Close()
-	body, err := io.ReadAll(r)
+	defer googleapi.CloseBody(res)
+	body, err := io.ReadAll(res.Body)
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("read %s: %w", key, mapError(err))
 	}
-	return body, objstore.Object{
-		Key:          key,
-		Size:         int64(len(body)),
-		ETag:         etagOf(r.Attrs.Generation),
-		LastModified: r.Attrs.LastModified,
-	}, nil
+	obj, err := downloaded(key, body, res.Header)
+	if err != nil {
+		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	return body, obj, nil
+}
+
+// downloaded reads a media download's headers: the generation
+// (X-Goog-Generation), the update time (Last-Modified, to the second) and
+// the CRC32C of the stored bytes (X-Goog-Hash), which body must match.
+func downloaded(key string, body []byte, h http.Header) (objstore.Object, error) {
+	gen, err := strconv.ParseInt(h.Get("X-Goog-Generation"), 10, 64)
+	if err != nil || gen <= 0 {
+		return objstore.Object{}, fmt.Errorf("the answer has no generation (X-Goog-Generation %q)", h.Get("X-Goog-Generation"))
+	}
+	var modified time.Time
+	if lm := h.Get("Last-Modified"); lm != "" {
+		if modified, err = http.ParseTime(lm); err != nil {
+			return objstore.Object{}, fmt.Errorf("Last-Modified %q: %w", lm, err)
+		}
+	}
+	if h.Get("Content-Encoding") != "gzip" { // a transcoded body is not the stored bytes
+		for _, v := range h.Values("X-Goog-Hash") {
+			for _, part := range strings.Split(v, ",") {
+				sum, ok := strings.CutPrefix(strings.TrimSpace(part), "crc32c=")
+				if ok && sum != crc32cOf(body) {
+					return objstore.Object{}, fmt.Errorf("body of %d bytes does not match the stored CRC32C %s", len(body), sum)
+				}
+			}
+		}
+	}
+	return objstore.Object{Key: key, Size: int64(len(body)), ETag: etagOf(gen), LastModified: modified}, nil
+}
+
+// crc32cOf is the CRC32C of b as GCS writes it: big-endian, base64.
+func crc32cOf(b []byte) string {
+	sum := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+	return base64.StdEncoding.EncodeToString([]byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
 }
 
 // Head reads an object's metadata.
 func (s *Store) Head(ctx context.Context, key string) (objstore.Object, error) {
-	h, err := s.handle(key)
+	name, err := s.name(key)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("head %s: %w", key, err)
 	}
-	a, err := h.Attrs(ctx)
+	a, err := s.client.Objects.Get(s.loc.Bucket, name).Context(ctx).Fields(objectFields).Do()
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("head %s: %w", key, mapError(err))
 	}
-	return objstore.Object{Key: key, Size: a.Size, ETag: etagOf(a.Generation), LastModified: a.Updated}, nil
+	obj, err := objectOf(key, a)
+	if err != nil {
+		return objstore.Object{}, fmt.Errorf("head %s: %w", key, err)
+	}
+	return obj, nil
 }
 
 // etagOf renders a generation as the store's ETag. Every write of an

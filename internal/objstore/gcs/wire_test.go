@@ -187,3 +187,47 @@ func TestErrorClasses(t *testing.T) {
 	require.False(t, gcs.IsTransient(be), "one permanent key makes the batch permanent")
 	require.False(t, errors.Is(be, objstore.ErrNotFound))
 }
+
+// A read is one media download: the generation and the update time come
+// from its headers, and a body that does not match the CRC32C the service
+// sends is an error, not data.
+func TestWireGet(t *testing.T) {
+	sum := crc32.Checksum([]byte("hello"), crc32.MakeTable(crc32.Castagnoli))
+	good := "crc32c=" + base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
+	modified := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name, hash, gen, wantErr string
+	}{
+		{name: "checked", hash: good + ",md5=XUFAKrxLKna5cZ2REBfFkg==", gen: "5"},
+		{name: "no hash sent", gen: "5"},
+		{name: "corrupt", hash: "crc32c=AAAAAA==", gen: "5", wantErr: "does not match the stored CRC32C"},
+		{name: "no generation", hash: good, wantErr: "no generation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, f := newWireStore(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.hash != "" {
+					w.Header().Set("X-Goog-Hash", tc.hash)
+				}
+				if tc.gen != "" {
+					w.Header().Set("X-Goog-Generation", tc.gen)
+				}
+				w.Header().Set("Last-Modified", modified.Format(http.TimeFormat))
+				fmt.Fprint(w, "hello")
+			})
+			body, obj, err := st.Get(t.Context(), "k")
+			reqs := f.requests()
+			require.Len(t, reqs, 1)
+			require.Equal(t, "/storage/v1/b/bkt/o/root%2Fk", reqs[0].Path)
+			require.Equal(t, "media", reqs[0].Query.Get("alt"))
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				require.Nil(t, body)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "hello", string(body))
+			require.Equal(t, "5", obj.ETag)
+			require.Equal(t, modified, obj.LastModified.UTC())
+		})
+	}
+}

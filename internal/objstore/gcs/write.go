@@ -1,23 +1,32 @@
 package gcs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
-	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+	storage "google.golang.org/api/storage/v1"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
+// cond is a write's precondition: ifGenerationMatch=gen when set (0 is
+// create-if-absent).
+type cond struct {
+	set bool
+	gen int64
+}
+
 // Put writes key unconditionally; GCS replaces objects atomically.
 func (s *Store) Put(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	return s.put(ctx, "put", key, body, nil)
+	return s.put(ctx, "put", key, body, cond{})
 }
 
 // PutIfAbsent writes key only if it does not exist (ifGenerationMatch=0).
 func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	return s.put(ctx, "put if absent", key, body, &storage.Conditions{DoesNotExist: true})
+	return s.put(ctx, "put if absent", key, body, cond{set: true, gen: 0})
 }
 
 // PutIfMatch replaces key only if its current generation is etag
@@ -30,7 +39,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag st
 	if !ok {
 		return objstore.Object{}, s.mismatch(ctx, "put if match", key)
 	}
-	obj, err := s.put(ctx, "put if match", key, body, &storage.Conditions{GenerationMatch: gen})
+	obj, err := s.put(ctx, "put if match", key, body, cond{set: true, gen: gen})
 	if errors.Is(err, objstore.ErrPrecondition) {
 		if _, herr := s.Head(ctx, key); errors.Is(herr, objstore.ErrNotFound) {
 			return objstore.Object{}, fmt.Errorf("put if match %s: %w", key, herr)
@@ -53,48 +62,47 @@ func (s *Store) mismatch(ctx context.Context, action, key string) error {
 	}
 }
 
-// put sends one upload (a single multipart request, no resumable session)
-// under the fence. The answer carries the new generation and the update
-// time by the service's clock, with millisecond precision.
-func (s *Store) put(ctx context.Context, action, key string, body []byte, cond *storage.Conditions) (objstore.Object, error) {
-	h, err := s.handle(key)
+// put sends one upload (a single multipart request, no resumable session:
+// a session could land in parts) under the fence, with the CRC32C of body
+// for the service to check. The answer carries the new generation and the
+// update time by the service's clock, with millisecond precision.
+func (s *Store) put(ctx context.Context, action, key string, body []byte, c cond) (objstore.Object, error) {
+	name, err := s.name(key)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("%s %s: %w", action, key, err)
 	}
-	if cond != nil {
-		h = h.If(*cond)
-	}
-	var attrs *storage.ObjectAttrs
+	var a *storage.Object
 	err = fenced(ctx, func(rctx context.Context) error {
-		w := h.NewWriter(rctx)
-		w.ChunkSize = 0 // one request: a resumable session could land in parts
-		w.ContentType = "application/octet-stream"
-		if _, err := w.Write(body); err != nil {
-			_ = w.Close()
-			return err
+		call := s.client.Objects.Insert(s.loc.Bucket, &storage.Object{Name: name, Crc32c: crc32cOf(body)}).
+			Context(rctx).Fields(objectFields).
+			Media(bytes.NewReader(body), googleapi.ContentType("application/octet-stream"), googleapi.ChunkSize(0))
+		if c.set {
+			call = call.IfGenerationMatch(c.gen)
 		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-		attrs = w.Attrs()
-		return nil
+		var err error
+		a, err = call.Do()
+		return err
 	})
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("%s %s: %w", action, key, mapError(err))
 	}
-	return objstore.Object{Key: key, Size: attrs.Size, ETag: etagOf(attrs.Generation), LastModified: attrs.Updated}, nil
+	obj, err := objectOf(key, a)
+	if err != nil {
+		return objstore.Object{}, fmt.Errorf("%s %s: %w", action, key, err)
+	}
+	return obj, nil
 }
 
 // Delete removes key; a missing key counts as deleted.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	h, err := s.handle(key)
+	name, err := s.name(key)
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
-	err = s.delete(ctx, h)
+	err = s.delete(ctx, s.client.Objects.Delete(s.loc.Bucket, name))
 	if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
@@ -112,7 +120,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // conditional delete. A 404 is told apart by reading the key: another
 // generation there is objstore.ErrPrecondition, none ErrNotFound.
 func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) error {
-	h, err := s.handle(key)
+	name, err := s.name(key)
 	if err != nil {
 		return fmt.Errorf("delete if match %s: %w", key, err)
 	}
@@ -123,7 +131,7 @@ func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) erro
 		}
 		return s.mismatch(ctx, "delete if match", key)
 	}
-	err = s.delete(ctx, h.Generation(gen).If(storage.Conditions{GenerationMatch: gen}))
+	err = s.delete(ctx, s.client.Objects.Delete(s.loc.Bucket, name).Generation(gen).IfGenerationMatch(gen))
 	if errors.Is(err, objstore.ErrNotFound) {
 		if _, herr := s.Head(ctx, key); herr == nil {
 			err = fmt.Errorf("%w: generation %d is no longer live", objstore.ErrPrecondition, gen)
@@ -136,9 +144,9 @@ func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) erro
 }
 
 // delete sends one DELETE under the fence.
-func (s *Store) delete(ctx context.Context, h *storage.ObjectHandle) error {
+func (s *Store) delete(ctx context.Context, call *storage.ObjectsDeleteCall) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapError(fenced(ctx, func(rctx context.Context) error { return h.Delete(rctx) }))
+	return mapError(fenced(ctx, func(rctx context.Context) error { return call.Context(rctx).Do() }))
 }
