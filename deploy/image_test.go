@@ -82,15 +82,20 @@ func withoutOutput(t *testing.T, words []string) ([]string, string) {
 // GOOS/GOARCH and -o, and hands those files to reaper-image.
 func TestImageBuildsLikeMake(t *testing.T) {
 	var build []string
+	var replace string
 	for _, line := range makeRecipe(t, "build") {
 		if strings.Contains(line, " build ") {
 			require.Nil(t, build, "one go build in make build")
 			build = shellWords(t, line)
 		}
+		if strings.Contains(line, "cmp -s") {
+			replace = line
+		}
 	}
 	require.NotNil(t, build, "make -n build runs go build")
 	build, out := withoutOutput(t, build)
-	require.Equal(t, "bin/reaper", out)
+	require.Equal(t, "bin/.reaper.new", out)
+	require.Contains(t, replace, "mv bin/.reaper.new bin/reaper", "make build replaces ./bin/reaper when the new build differs")
 	require.Contains(t, build, "CGO_ENABLED=0")
 	require.Contains(t, build, "-trimpath")
 	require.Contains(t, build, "-s -w -X main.version="+testVersion)

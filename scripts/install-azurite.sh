@@ -5,6 +5,13 @@
 # pinned version is already there. Needs node and npm (Node 20 works).
 set -euo pipefail
 
+# link points $2 at $1, leaving a link that already does alone: go test's
+# result cache keys on the test servers' paths (mtime included), so a link
+# made anew on every make test re-ran every suite that starts the server.
+link() {
+	[[ -L "$2" && "$(readlink "$2")" == "$1" ]] || ln -sfn "$1" "$2"
+}
+
 VERSION=3.37.0
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="$root/.tools/azurite-$VERSION"
@@ -15,7 +22,7 @@ installed_version() {
 }
 
 if [[ -x "$dir/node_modules/.bin/azurite-blob" && "$(installed_version)" == "$VERSION" ]]; then
-	ln -sfn "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
+	link "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
 	echo "azurite $VERSION already installed in $dir"
 	exit 0
 fi
@@ -31,5 +38,5 @@ if [[ "$got" != "$VERSION" ]]; then
 	echo "install-azurite: $dir holds azurite '${got}', want $VERSION" >&2
 	exit 1
 fi
-ln -sfn "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
+link "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
 echo "azurite $VERSION installed in $dir"
