@@ -19,24 +19,32 @@ run: build
 
 ## test: every test, with the race detector, against memory, local disk, a real S3 server, the GCS and
 ## Azure emulators and the real LanceDB client (installs the test servers and the npm packages on first
-## use). The installs and the Go build run in parallel; the Go suites, the fuzz targets and deploy/ then
-## run one after another: side by side on 2 cores they starve the lease tests' timers.
+## use). The installs and the Go build run in parallel; vet, the Go suites, the fuzz targets and deploy/
+## then run one after another (side by side on 2 cores they starve the lease tests' timers), each step
+## announced with the time since the start.
 test:
-	@echo "make test: installing tools, compiling ./bin/reaper and installing the npm client in parallel (first time up to 12 min on 2 cores: versitygw is the long part; warm under a minute)"
-	@$(MAKE) --no-print-directory -j4 --output-sync=line tools fmt build interop-deps
-	@echo "make test: go vet, then go test -race (with test/chaos, up to 10 min; a package unchanged since it passed prints (cached)), then fuzz (10,000 inputs a target, about 1 min) and deploy-check (about 1 min)"
-	@$(MAKE) --no-print-directory vet gotest fuzz-test deploy-check-only
+	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
+	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
+	step "installing the test servers, compiling ./bin/reaper and installing the npm client in parallel (first time about 6 min on 2 cores; later seconds)" -j4 --output-sync=line tools fmt build interop-deps && \
+	step "go vet with go test's race build (first time about 4 min: it compiles that build; later seconds)" vet && \
+	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached))" gotest && \
+	step "fuzzing each target for 10,000 inputs (first time about 4 min: its instrumented build; later about 1 min)" fuzz-test && \
+	step "deploy/: the image, Kubernetes, Prometheus and Grafana checks (first time about 2 min; later about 1)" deploy-check-only && \
+	echo "make test: $$(at) all passed"
 
 ## TESTFLAGS: go test's result cache is on, so a later make test re-runs only the packages whose code,
 ## test files, environment, ./bin/reaper or test servers changed (a package whose tests passed is printed
 ## "(cached)"); TESTFLAGS=-count=1 re-runs everything.
 TESTFLAGS ?=
+## gotest names test/chaos first: go test starts suites in the order it is given them, and chaos, the
+## longest (about 4 min, most of it waiting out real leases), then runs while the others build and run
+## instead of after them.
 .PHONY: gotest fuzz-test deploy-check-only
 gotest:
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
 	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
-	  $(GO) test -race $(TESTFLAGS) -timeout 25m ./...
+	  $(GO) test -race $(TESTFLAGS) -timeout 25m ./test/chaos ./...
 
 fuzz-test:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
