@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Azurite Azure Blob Storage test server (pinned in
 # scripts/azurite/package.json) into <repo>/.tools/azurite-<version>, and links
-# <repo>/.tools/bin/azurite-blob to it. Idempotent: does nothing when the
+# <repo>/.tools/bin/azurite-blob to its blob server (through
+# scripts/azurite/blob.js). Idempotent: does nothing when the
 # pinned version is already there. Needs node and npm (Node 20 works).
 set -euo pipefail
 
@@ -21,8 +22,17 @@ installed_version() {
 	node -p "require('$dir/node_modules/azurite/package.json').version" 2>/dev/null || true
 }
 
+# launcher puts scripts/azurite/blob.js (azurite-blob with its keep-alive flag
+# honoured; the file says why) next to the package and links bin/azurite-blob
+# to it, leaving both alone when they are already right.
+launcher() {
+	mkdir -p "$bin"
+	cmp -s "$root/scripts/azurite/blob.js" "$dir/blob.js" || install -m 0755 "$root/scripts/azurite/blob.js" "$dir/blob.js"
+	link "$dir/blob.js" "$bin/azurite-blob"
+}
+
 if [[ -x "$dir/node_modules/.bin/azurite-blob" && "$(installed_version)" == "$VERSION" ]]; then
-	link "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
+	launcher
 	echo "azurite $VERSION already installed in $dir"
 	exit 0
 fi
@@ -38,5 +48,5 @@ if [[ "$got" != "$VERSION" ]]; then
 	echo "install-azurite: $dir holds azurite '${got}', want $VERSION" >&2
 	exit 1
 fi
-link "$dir/node_modules/.bin/azurite-blob" "$bin/azurite-blob"
+launcher
 echo "azurite $VERSION installed in $dir"
