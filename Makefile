@@ -25,11 +25,11 @@ run: build
 test:
 	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
 	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
-	step "installing the test servers, compiling ./bin/reaper and installing the npm client in parallel (first time about 6 min on 2 cores; later seconds)" -j4 --output-sync=line tools fmt build interop-deps && \
-	step "go vet with go test's race build (first time about 4 min: it compiles that build; later seconds)" vet && \
-	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached))" gotest && \
+	step "installing the test servers, compiling ./bin/reaper and installing the npm client in parallel (first time about 7 min on 2 cores; later seconds)" -j4 --output-sync=line tools fmt build interop-deps && \
+	step "go vet with go test's race build (first time about 3.5 min: it compiles that build; later seconds)" vet && \
+	step "go test -race, test/chaos first (about 6.5 min; a package unchanged since it passed prints (cached))" gotest && \
 	step "fuzzing each target for 10,000 inputs (first time about 4 min: its instrumented build; later about 1 min)" fuzz-test && \
-	step "deploy/: the image, Kubernetes, Prometheus and Grafana checks (first time about 2 min; later about 1)" deploy-check-only && \
+	step "deploy/: the image, Kubernetes, Prometheus and Grafana checks (first time about 2 min; later about 20 s)" deploy-check-only && \
 	echo "make test: $$(at) all passed"
 
 ## TESTFLAGS: go test's result cache is on, so a later make test re-runs only the packages whose code,
@@ -73,7 +73,7 @@ vet:
 ## binary is left in place, not rewritten: go test's result cache keys on ./bin/reaper's mtime, and a
 ## fresh copy of the same bytes re-ran every suite that runs it.
 build:
-	@[ -x bin/reaper ] || echo "compiling ./bin/reaper: the first time downloads and compiles every module, up to 5 min on 2 cores; later about 20 s"
+	@[ -x bin/reaper ] || echo "compiling ./bin/reaper: the first time downloads and compiles every module, about 3 min on 2 cores; later about 20 s"
 	$(GOBUILD) -o bin/.reaper.new ./cmd/reaper
 	@if cmp -s bin/.reaper.new bin/reaper; then rm bin/.reaper.new; else mv bin/.reaper.new bin/reaper; fi
 
