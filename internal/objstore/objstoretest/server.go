@@ -95,7 +95,10 @@ func Main(m *testing.M) {
 }
 
 // findTool looks for a test server's binary in $env, <repo>/.tools/bin,
-// then PATH; why says how to get it when it is nowhere.
+// then PATH; why says how to get it when it is nowhere. Each way stats the
+// binary, and go test's result cache keys on the files a test stats: a
+// reinstalled server (a new version in .tools/bin) re-runs the suites that
+// used it.
 func findTool(env, name, install string) (bin, why string) {
 	if b := os.Getenv(env); b != "" {
 		if _, err := os.Stat(b); err != nil {
@@ -160,12 +163,6 @@ type proc struct {
 // answers true, failing if the process exits first or timeout passes.
 func startProc(name, bin, addr string, args, env []string, dataDir string, timeout time.Duration, ready func(*proc) bool) (*proc, error) {
 	p := &proc{addr: addr, exited: make(chan struct{}), dataDir: dataDir}
-	// go test's result cache keys on the files a test stats: a reinstalled
-	// server (a new version in .tools/bin) re-runs the suites that used it.
-	if _, err := os.Stat(bin); err != nil {
-		p.removeData()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = p.dataDir
 	if env != nil {
