@@ -20,6 +20,13 @@ const guardReads = 5
 // the commit, marker and lease DELETEs.
 const fixedRequests = 10
 
+// s3Predicted is the requests the guard's formula predicts for one purged
+// S3 table of n objects in batches of 1000, renewals aside.
+func s3Predicted(n int) int {
+	p := ceilDiv(n, 1000)
+	return 2*p + guardReads*(p+2) + fixedRequests
+}
+
 // analysis explains, with this run's numbers, why a target is missed or
 // what it took to meet it, and what would close a miss. Every figure in it
 // is computed from the report, so a new run cannot leave it describing an
@@ -49,7 +56,7 @@ func (r *report) requestAnalysis(w func(string, ...any)) {
 		got, _ := rs.maxRequests()
 		p := ceilDiv(rs.Objects, 1000)
 		rows = append(rows, fmt.Sprintf("%d objects on S3: %d predicted (%d + %d + %d x %d + %d), %d measured, against a bound of %d",
-			rs.Objects, 2*p+guardReads*(p+2)+fixedRequests, p, p, guardReads, p+2, fixedRequests, got-perRoot, s3Floor(rs.Objects)))
+			rs.Objects, s3Predicted(rs.Objects), p, p, guardReads, p+2, fixedRequests, got-perRoot, s3Floor(rs.Objects)))
 	}
 	for _, scen := range r.scenarios("gcs/") {
 		rs := r.find(scen, "reaper")
@@ -84,8 +91,7 @@ func (r *report) requestAnalysis(w func(string, ...any)) {
 	const big = 1_000_000
 	d := time.Duration(float64(big) / fl.rate() * float64(time.Second))
 	renewals := int(d / (ttl / 3))
-	p := ceilDiv(big, 1000)
-	total := 2*p + guardReads*(p+2) + fixedRequests + renewals
+	total := s3Predicted(big) + renewals
 	need := (3 * d).Round(time.Minute)
 	if need < 3*d {
 		need += time.Minute
