@@ -2,9 +2,7 @@ package internal_test
 
 import (
 	"fmt"
-	"io/fs"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -185,15 +183,7 @@ func TestLayering(t *testing.T) {
 // the cache.
 func trackSources(t *testing.T) {
 	t.Helper()
-	require.NoError(t, filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "var" || d.Name() == "bin") {
-			return filepath.SkipDir
-		}
-		return nil
-	}))
+	require.NoError(t, walkSources("..", nil, func(string) error { return nil }))
 }
 
 // rel is an import path relative to the module ("" for its root package).
