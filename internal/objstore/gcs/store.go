@@ -10,6 +10,7 @@ package gcs
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -258,11 +259,12 @@ func downloaded(key string, body []byte, h http.Header) (objstore.Object, error)
 			return objstore.Object{}, fmt.Errorf("Last-Modified %q: %w", lm, err)
 		}
 	}
-	if h.Get("Content-Encoding") != "gzip" { // a transcoded body is not the stored bytes
-		for _, v := range h.Values("X-Goog-Hash") {
+	if hashes := h.Values("X-Goog-Hash"); len(hashes) > 0 && h.Get("Content-Encoding") != "gzip" { // a transcoded body is not the stored bytes
+		got := crc32cOf(body)
+		for _, v := range hashes {
 			for _, part := range strings.Split(v, ",") {
 				sum, ok := strings.CutPrefix(strings.TrimSpace(part), "crc32c=")
-				if ok && sum != crc32cOf(body) {
+				if ok && sum != got {
 					return objstore.Object{}, fmt.Errorf("body of %d bytes does not match the stored CRC32C %s", len(body), sum)
 				}
 			}
@@ -271,10 +273,12 @@ func downloaded(key string, body []byte, h http.Header) (objstore.Object, error)
 	return objstore.Object{Key: key, Size: int64(len(body)), ETag: etagOf(gen), LastModified: modified}, nil
 }
 
+// castagnoli is the CRC32C table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // crc32cOf is the CRC32C of b as GCS writes it: big-endian, base64.
 func crc32cOf(b []byte) string {
-	sum := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
-	return base64.StdEncoding.EncodeToString([]byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(b, castagnoli)))
 }
 
 // Head reads an object's metadata.
