@@ -21,7 +21,8 @@ import (
 )
 
 // forEachBackend runs fn against every backend (objstoretest.Backends:
-// memory, the local filesystem and a real S3 server), each wrapped in an
+// memory, the local filesystem, a real S3 server and the GCS and Azure
+// emulators), each wrapped in an
 // objstoretest.ClockStore so that a test clock (newNS) moves the store's
 // clock along with the host's.
 func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
