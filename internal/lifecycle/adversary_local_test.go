@@ -1,3 +1,5 @@
+//go:build !fuzzonly
+
 package lifecycle
 
 // The adversary's scenarios that only a local disk can stage: symbolic

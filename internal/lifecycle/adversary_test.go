@@ -1,3 +1,5 @@
+//go:build !fuzzonly
+
 package lifecycle
 
 // The adversary's scenarios of docs/SAFETY.md ("Safety protocol"), each a

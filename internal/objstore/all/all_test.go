@@ -10,9 +10,11 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
+	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
@@ -100,16 +102,16 @@ func TestOptionsFromDescriptors(t *testing.T) {
 			require.Equal(t, o.Secret, r.IsSecretOption(o.Name), o.Name)
 		}
 	}
-	require.True(t, r.IsSecretOption(s3.OptSecretAccessKey))
-	require.True(t, r.IsSecretOption(s3.OptSessionToken))
-	require.False(t, r.IsSecretOption(s3.OptAccessKeyID))
+	require.True(t, r.IsSecretOption(s3opt.SecretAccessKey))
+	require.True(t, r.IsSecretOption(s3opt.SessionToken))
+	require.False(t, r.IsSecretOption(s3opt.AccessKeyID))
 	require.Equal(t, []string{"allow_http", "aws_access_key_id", "aws_endpoint", "aws_region", "aws_secret_access_key",
 		"aws_session_token", "aws_virtual_hosted_style_request"}, r.OptionNames(objstore.SchemeS3))
 	require.Empty(t, r.OptionNames(objstore.SchemeFile))
 	require.Equal(t, []string{"allow_http", "google_application_credentials", "google_service_account",
 		"google_service_account_key"}, r.OptionNames(objstore.SchemeGS))
-	require.True(t, r.IsSecretOption(gcs.OptServiceAccountKey))
-	require.False(t, r.IsSecretOption(gcs.OptServiceAccount), "a path, not a secret")
+	require.True(t, r.IsSecretOption(gcsopt.ServiceAccountKey))
+	require.False(t, r.IsSecretOption(gcsopt.ServiceAccount), "a path, not a secret")
 	require.Equal(t, "applies to az://, gs:// and s3:// roots only", r.TakesOptions())
 
 	// A backend without its own CheckOptions accepts exactly its names.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 )
 
 // Backend describes the Google Cloud Storage backend to the registry
@@ -12,9 +13,9 @@ import (
 func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme:  objstore.SchemeGS,
-		Options: storageOptions(),
+		Options: gcsopt.StorageOptions(),
 		CheckOptions: func(options map[string]string) error {
-			_, err := ParseOptions(options)
+			_, err := gcsopt.Parse(options)
 			return err
 		},
 		Open:        openBackend,

@@ -11,6 +11,7 @@ import (
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 )
 
 // Option adjusts how Open builds the client.
@@ -27,7 +28,7 @@ func WithTransport(rt http.RoundTripper) Option {
 }
 
 // Open returns a store over a gs location. Storage options (see
-// ParseOptions) pick the credentials; without them the client uses
+// gcsopt.Parse) pick the credentials; without them the client uses
 // Application Default Credentials. The client's own retries are off: a
 // retried conditional write may have landed, so retrying belongs in a
 // wrapper that knows the operation (IsTransient).
@@ -35,7 +36,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if loc.Scheme != objstore.SchemeGS {
 		return nil, fmt.Errorf("open gcs store: %s is not a gs:// root", loc)
 	}
-	o, err := ParseOptions(options)
+	o, err := gcsopt.Parse(options)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
@@ -60,7 +61,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 // dependency tree (and its build time) for none of them. Every call goes
 // through the JSON API, so every answer maps to errors the same way, and
 // nothing retries on its own (no call sets WithRetry).
-func newClient(ctx context.Context, o Options, base http.RoundTripper) (*storage.Service, error) {
+func newClient(ctx context.Context, o gcsopt.Options, base http.RoundTripper) (*storage.Service, error) {
 	rt := base
 	if !o.DisableOAuth {
 		var err error
@@ -84,7 +85,7 @@ func newClient(ctx context.Context, o Options, base http.RoundTripper) (*storage
 
 // credentialOptions maps the credential storage options to the auth
 // library's; none means Application Default Credentials.
-func credentialOptions(o Options) []option.ClientOption {
+func credentialOptions(o gcsopt.Options) []option.ClientOption {
 	opts := []option.ClientOption{option.WithScopes(storage.DevstorageReadWriteScope)}
 	switch {
 	case o.ServiceAccountKey != "":

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
 
 // Backend describes the S3 backend to the registry (package all): its
@@ -12,9 +13,9 @@ import (
 func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme:  objstore.SchemeS3,
-		Options: storageOptions(),
+		Options: s3opt.StorageOptions(),
 		CheckOptions: func(options map[string]string) error {
-			_, err := ParseOptions(options)
+			_, err := s3opt.Parse(options)
 			return err
 		},
 		Open:        openBackend,

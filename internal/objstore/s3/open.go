@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
 
 // DefaultRegion is used when neither the storage options nor the AWS default
@@ -46,7 +47,7 @@ func WithTransport(rt http.RoundTripper) Option {
 }
 
 // Open returns a store over an s3 location. Storage options (see
-// ParseOptions) override the AWS SDK default chain: environment, shared
+// s3opt.Parse) override the AWS SDK default chain: environment, shared
 // config and profile, web identity. The region falls back to DefaultRegion,
 // and buckets are addressed path-style unless
 // aws_virtual_hosted_style_request=true. The SDK's own retries are off: a
@@ -56,7 +57,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if loc.Scheme != objstore.SchemeS3 {
 		return nil, fmt.Errorf("open s3 store: %s is not an s3:// root", loc)
 	}
-	o, err := ParseOptions(options)
+	o, err := s3opt.Parse(options)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
@@ -86,14 +87,14 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 
 // NewClient builds an SDK client from parsed options; httpClient may be nil
 // (the SDK's default client).
-func NewClient(ctx context.Context, o Options, httpClient *http.Client) (*s3.Client, error) {
+func NewClient(ctx context.Context, o s3opt.Options, httpClient *http.Client) (*s3.Client, error) {
 	c, _, err := newClient(ctx, o, httpClient, slog.New(slog.DiscardHandler))
 	return c, err
 }
 
 // newClient is NewClient that also says where the region came from, and
 // sends the SDK's log lines to log at debug level.
-func newClient(ctx context.Context, o Options, httpClient *http.Client, log *slog.Logger) (*s3.Client, string, error) {
+func newClient(ctx context.Context, o s3opt.Options, httpClient *http.Client, log *slog.Logger) (*s3.Client, string, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 		config.WithLogger(sdkLogger{log}),

@@ -1,4 +1,4 @@
-package s3_test
+package s3opt_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
 
 // FuzzParseOptions checks the storage-option parser on up to four key/value
@@ -31,13 +31,13 @@ func FuzzParseOptions(f *testing.F) {
 				m[kv[0]] = kv[1]
 			}
 		}
-		o, err := s3.ParseOptions(m)
+		o, err := s3opt.Parse(m)
 		if err == nil {
 			for k := range m {
-				require.Contains(t, s3.Backend().OptionNames(), k)
+				require.Contains(t, optionNames(), k)
 			}
-			require.Equal(t, m[s3.OptEndpoint], o.Endpoint)
-			require.Equal(t, m[s3.OptRegion], o.Region)
+			require.Equal(t, m[s3opt.Endpoint], o.Endpoint)
+			require.Equal(t, m[s3opt.Region], o.Region)
 			if o.Endpoint != "" {
 				u, perr := url.Parse(o.Endpoint)
 				require.NoError(t, perr)
@@ -58,11 +58,11 @@ func FuzzParseOptions(f *testing.F) {
 		other := make(map[string]string, len(m))
 		for k, v := range m {
 			other[k] = v
-			if v != "" && slices.Contains([]string{s3.OptSecretAccessKey, s3.OptSessionToken}, k) {
+			if v != "" && slices.Contains([]string{s3opt.SecretAccessKey, s3opt.SessionToken}, k) {
 				other[k] = "other-" + fmt.Sprint(len(v)) + "-REPLACED"
 			}
 		}
-		o2, err2 := s3.ParseOptions(other)
+		o2, err2 := s3opt.Parse(other)
 		require.Equal(t, errText(err), errText(err2), "an error message depends on a secret's value")
 		require.Equal(t, o.String(), o2.String(), "String shows a secret")
 		require.Equal(t, fmt.Sprintf("%#v", o), fmt.Sprintf("%#v", o2), "GoString shows a secret")

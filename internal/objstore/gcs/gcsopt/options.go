@@ -1,4 +1,9 @@
-package gcs
+// Package gcsopt reads the Google Cloud Storage backend's storage options:
+// the names Lance uses, strictly, never quoting the inline key. It is apart
+// from package gcs so that the parser, which takes user input and is fuzzed,
+// builds without Google's API client: `go test -fuzz` instruments every
+// package of the fuzzed test binary, and the client is most of package gcs's.
+package gcsopt
 
 import (
 	"encoding/json"
@@ -16,20 +21,20 @@ import (
 // endpoint (fake-gcs-server) travels in the service account key JSON as
 // "gcs_base_url", with "disable_oauth": true, and so it does here.
 const (
-	OptServiceAccount         = "google_service_account"
-	OptServiceAccountKey      = "google_service_account_key"
-	OptApplicationCredentials = "google_application_credentials"
-	OptAllowHTTP              = "allow_http"
+	ServiceAccount         = "google_service_account"
+	ServiceAccountKey      = "google_service_account_key"
+	ApplicationCredentials = "google_application_credentials"
+	AllowHTTP              = "allow_http"
 )
 
-// storageOptions is the one table of the names ParseOptions knows, in the
-// order its errors list them, the secret ones marked; Backend publishes it.
-func storageOptions() []objstore.StorageOption {
+// StorageOptions is the one table of the names Parse knows, in the order
+// its errors list them, the secret ones marked; gcs.Backend publishes it.
+func StorageOptions() []objstore.StorageOption {
 	return []objstore.StorageOption{
-		{Name: OptAllowHTTP},
-		{Name: OptApplicationCredentials},
-		{Name: OptServiceAccount},
-		{Name: OptServiceAccountKey, Secret: true},
+		{Name: AllowHTTP},
+		{Name: ApplicationCredentials},
+		{Name: ServiceAccount},
+		{Name: ServiceAccountKey, Secret: true},
 	}
 }
 
@@ -65,20 +70,20 @@ func (o Options) String() string {
 }
 
 // GoString hides the inline key from %#v too.
-func (o Options) GoString() string { return "gcs.Options" + o.String() }
+func (o Options) GoString() string { return "gcsopt.Options" + o.String() }
 
-// ParseOptions validates storage options strictly: unknown keys, malformed
+// Parse validates storage options strictly: unknown keys, malformed
 // booleans, a key that is not JSON, more than one credential source, and a
 // plain http endpoint without allow_http=true are errors. The inline key's
 // value never appears in errors.
-func ParseOptions(m map[string]string) (Options, error) {
+func Parse(m map[string]string) (Options, error) {
 	var o Options
 	_, err := objstore.ParseStorageOptions(m, map[string]objstore.OptionTarget{
-		OptServiceAccount:         {String: &o.ServiceAccountPath},
-		OptServiceAccountKey:      {String: &o.ServiceAccountKey},
-		OptApplicationCredentials: {String: &o.ApplicationCredentialsPath},
-		OptAllowHTTP:              {Bool: &o.AllowHTTP},
-	}, nil, Backend().OptionNames)
+		ServiceAccount:         {String: &o.ServiceAccountPath},
+		ServiceAccountKey:      {String: &o.ServiceAccountKey},
+		ApplicationCredentials: {String: &o.ApplicationCredentialsPath},
+		AllowHTTP:              {Bool: &o.AllowHTTP},
+	}, nil, names)
 	if err != nil {
 		return Options{}, err
 	}
@@ -86,6 +91,11 @@ func ParseOptions(m map[string]string) (Options, error) {
 		return Options{}, err
 	}
 	return o, o.validate()
+}
+
+// names lists the option names for an unknown-name error.
+func names() []string {
+	return objstore.Backend{Options: StorageOptions()}.OptionNames()
 }
 
 // serviceAccountKey is the part of a key JSON reaper reads itself; the rest
@@ -103,7 +113,7 @@ func (o *Options) parseKey() error {
 	var k serviceAccountKey
 	if err := json.Unmarshal([]byte(o.ServiceAccountKey), &k); err != nil {
 		// The decoder's message may quote the key's bytes: never shown.
-		return fmt.Errorf("storage option %s: not a JSON service account key", OptServiceAccountKey)
+		return fmt.Errorf("storage option %s: not a JSON service account key", ServiceAccountKey)
 	}
 	o.Endpoint, o.DisableOAuth = k.GCSBaseURL, k.DisableOAuth
 	return nil
@@ -112,9 +122,9 @@ func (o *Options) parseKey() error {
 func (o Options) validate() error {
 	var sources []string
 	for name, v := range map[string]string{
-		OptServiceAccount:         o.ServiceAccountPath,
-		OptServiceAccountKey:      o.ServiceAccountKey,
-		OptApplicationCredentials: o.ApplicationCredentialsPath,
+		ServiceAccount:         o.ServiceAccountPath,
+		ServiceAccountKey:      o.ServiceAccountKey,
+		ApplicationCredentials: o.ApplicationCredentialsPath,
 	} {
 		if v != "" {
 			sources = append(sources, name)
@@ -129,10 +139,10 @@ func (o Options) validate() error {
 	}
 	u, err := url.Parse(o.Endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
-		return fmt.Errorf("storage option %s: gcs_base_url must be http(s)://host[:port]", OptServiceAccountKey)
+		return fmt.Errorf("storage option %s: gcs_base_url must be http(s)://host[:port]", ServiceAccountKey)
 	}
 	if u.Scheme == "http" && !o.AllowHTTP {
-		return fmt.Errorf("storage option %s: gcs_base_url is plain http: pass %s=true to allow it", OptServiceAccountKey, OptAllowHTTP)
+		return fmt.Errorf("storage option %s: gcs_base_url is plain http: pass %s=true to allow it", ServiceAccountKey, AllowHTTP)
 	}
 	return nil
 }

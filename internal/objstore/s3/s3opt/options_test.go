@@ -1,14 +1,13 @@
-package s3_test
+package s3opt_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
 
 const secret = "s3cr3t-value"
@@ -17,10 +16,10 @@ func TestParseOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		in      map[string]string
-		want    s3.Options
+		want    s3opt.Options
 		wantErr []string // substrings of the error
 	}{
-		{name: "empty", in: nil, want: s3.Options{}},
+		{name: "empty", in: nil, want: s3opt.Options{}},
 		{
 			name: "all",
 			in: map[string]string{
@@ -28,13 +27,13 @@ func TestParseOptions(t *testing.T) {
 				"aws_access_key_id": "AKID", "aws_secret_access_key": secret, "aws_session_token": "tok",
 				"allow_http": "true", "aws_virtual_hosted_style_request": "false",
 			},
-			want: s3.Options{
+			want: s3opt.Options{
 				Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", AccessKeyID: "AKID",
 				SecretAccessKey: secret, SessionToken: "tok", AllowHTTP: true,
 			},
 		},
-		{name: "https endpoint", in: map[string]string{"aws_endpoint": "https://s3.example.com"}, want: s3.Options{Endpoint: "https://s3.example.com"}},
-		{name: "virtual hosted", in: map[string]string{"aws_virtual_hosted_style_request": "TRUE"}, want: s3.Options{VirtualHostedStyle: true}},
+		{name: "https endpoint", in: map[string]string{"aws_endpoint": "https://s3.example.com"}, want: s3opt.Options{Endpoint: "https://s3.example.com"}},
+		{name: "virtual hosted", in: map[string]string{"aws_virtual_hosted_style_request": "TRUE"}, want: s3opt.Options{VirtualHostedStyle: true}},
 		{
 			name:    "unknown key",
 			in:      map[string]string{"aws_endpiont": "x"},
@@ -50,7 +49,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "token only", in: map[string]string{"aws_session_token": secret}, wantErr: []string{"aws_session_token needs"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := s3.ParseOptions(tc.in)
+			got, err := s3opt.Parse(tc.in)
 			if tc.wantErr == nil {
 				require.NoError(t, err)
 				require.Equal(t, tc.want, got, "options: got/want")
@@ -66,57 +65,14 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestOptionsStringHidesSecrets(t *testing.T) {
-	o := s3.Options{AccessKeyID: "AKID", SecretAccessKey: secret, SessionToken: secret}
+	o := s3opt.Options{AccessKeyID: "AKID", SecretAccessKey: secret, SessionToken: secret}
 	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o), o.String()} {
 		require.NotContains(t, s, secret)
 		require.Contains(t, s, "AKID")
 	}
 }
 
-// isolateAWSEnv hides the machine's AWS config so the default chain is empty.
-func isolateAWSEnv(t *testing.T) {
-	empty := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_CA_BUNDLE": "",
-		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_ENDPOINT_URL": "",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func TestNewClientDefaults(t *testing.T) {
-	isolateAWSEnv(t)
-	c, err := s3.NewClient(t.Context(), s3.Options{}, nil)
-	require.NoError(t, err)
-	require.Equal(t, s3.DefaultRegion, c.Options().Region, "region without options or chain")
-	require.True(t, c.Options().UsePathStyle, "path-style by default")
-
-	t.Setenv("AWS_REGION", "ap-south-1")
-	c, err = s3.NewClient(t.Context(), s3.Options{}, nil)
-	require.NoError(t, err)
-	require.Equal(t, "ap-south-1", c.Options().Region, "region from the default chain")
-
-	c, err = s3.NewClient(t.Context(), s3.Options{Region: "eu-west-1", VirtualHostedStyle: true}, nil)
-	require.NoError(t, err)
-	require.Equal(t, "eu-west-1", c.Options().Region, "region option beats the chain")
-	require.False(t, c.Options().UsePathStyle)
-}
-
-func TestOpenErrors(t *testing.T) {
-	isolateAWSEnv(t)
-	s3loc, err := objstore.ParseLocation("s3://bkt/p")
-	require.NoError(t, err)
-	fileLoc, err := objstore.ParseLocation("/tmp/x")
-	require.NoError(t, err)
-
-	_, err = s3.Open(t.Context(), fileLoc, nil)
-	require.ErrorContains(t, err, "not an s3:// root")
-
-	_, err = s3.Open(t.Context(), s3loc, map[string]string{"aws_secret_access_key": secret})
-	require.ErrorContains(t, err, "open s3://bkt/p: ")
-	require.NotContains(t, err.Error(), secret)
-
-	st, err := s3.Open(t.Context(), s3loc, map[string]string{"aws_access_key_id": "AKID", "aws_secret_access_key": secret})
-	require.NoError(t, err)
-	require.Equal(t, "s3://bkt/p", st.URI())
+// optionNames are the names Parse accepts, as s3.Backend publishes them.
+func optionNames() []string {
+	return objstore.Backend{Options: s3opt.StorageOptions()}.OptionNames()
 }

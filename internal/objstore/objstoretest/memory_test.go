@@ -1,4 +1,4 @@
-package objstore_test
+package objstoretest_test
 
 import (
 	"testing"

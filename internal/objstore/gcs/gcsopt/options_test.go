@@ -1,4 +1,4 @@
-package gcs_test
+package gcsopt_test
 
 import (
 	"fmt"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/objstore/gcs"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -16,14 +17,14 @@ func TestParseOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		in      map[string]string
-		want    gcs.Options
+		want    gcsopt.Options
 		wantErr string
 	}{
-		{name: "none: application default credentials", in: nil, want: gcs.Options{}},
-		{name: "service account file", in: map[string]string{"google_service_account": "/etc/sa.json"}, want: gcs.Options{ServiceAccountPath: "/etc/sa.json"}},
-		{name: "adc file", in: map[string]string{"google_application_credentials": "/etc/adc.json"}, want: gcs.Options{ApplicationCredentialsPath: "/etc/adc.json"}},
+		{name: "none: application default credentials", in: nil, want: gcsopt.Options{}},
+		{name: "service account file", in: map[string]string{"google_service_account": "/etc/sa.json"}, want: gcsopt.Options{ServiceAccountPath: "/etc/sa.json"}},
+		{name: "adc file", in: map[string]string{"google_application_credentials": "/etc/adc.json"}, want: gcsopt.Options{ApplicationCredentialsPath: "/etc/adc.json"}},
 		{name: "emulator key", in: map[string]string{"google_service_account_key": emulatorKey, "allow_http": "TRUE"},
-			want: gcs.Options{ServiceAccountKey: emulatorKey, Endpoint: "http://127.0.0.1:4443", DisableOAuth: true, AllowHTTP: true}},
+			want: gcsopt.Options{ServiceAccountKey: emulatorKey, Endpoint: "http://127.0.0.1:4443", DisableOAuth: true, AllowHTTP: true}},
 		{name: "unknown", in: map[string]string{"google_bucket": "b"}, wantErr: `unknown storage option "google_bucket" (accepted: allow_http, google_application_credentials, google_service_account, google_service_account_key)`},
 		{name: "s3 name", in: map[string]string{"aws_endpoint": "http://x"}, wantErr: `unknown storage option "aws_endpoint"`},
 		{name: "bad bool", in: map[string]string{"allow_http": "yes"}, wantErr: `allow_http="yes": want true or false`},
@@ -34,7 +35,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "endpoint with user", in: map[string]string{"google_service_account_key": `{"gcs_base_url":"https://u:p@h"}`}, wantErr: "gcs_base_url must be"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := gcs.ParseOptions(tc.in)
+			got, err := gcsopt.Parse(tc.in)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -48,13 +49,13 @@ func TestParseOptions(t *testing.T) {
 // The inline key is a secret: its value reaches no error, String or
 // GoString.
 func TestOptionsRedact(t *testing.T) {
-	o, err := gcs.ParseOptions(map[string]string{"google_service_account_key": `{"private_key":"s3cr3t-pem"}`})
+	o, err := gcsopt.Parse(map[string]string{"google_service_account_key": `{"private_key":"s3cr3t-pem"}`})
 	require.NoError(t, err)
 	for _, s := range []string{o.String(), fmt.Sprintf("%v", o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o)} {
 		require.NotContains(t, s, "s3cr3t")
 		require.Contains(t, s, "REDACTED")
 	}
-	_, err = gcs.ParseOptions(map[string]string{"google_service_account_key": `{"private_key":"s3cr3t-pem"`})
+	_, err = gcsopt.Parse(map[string]string{"google_service_account_key": `{"private_key":"s3cr3t-pem"`})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "s3cr3t")
 }
@@ -72,17 +73,17 @@ func FuzzParseOptions(f *testing.F) {
 				m[kv[0]] = kv[1]
 			}
 		}
-		o, err := gcs.ParseOptions(m)
+		o, err := gcsopt.Parse(m)
 		if err != nil {
 			// No message of the parser holds a brace, and a key (a JSON
 			// object) always does: a key with one must not show.
-			if v := m[gcs.OptServiceAccountKey]; strings.ContainsAny(v, "{}") {
+			if v := m[gcsopt.ServiceAccountKey]; strings.ContainsAny(v, "{}") {
 				require.NotContains(t, err.Error(), v, "an error shows the inline key")
 			}
 			return
 		}
 		for k := range m {
-			require.True(t, slices.Contains(gcs.Backend().OptionNames(), k), "accepted unknown option %q", k)
+			require.True(t, slices.Contains(objstore.Backend{Options: gcsopt.StorageOptions()}.OptionNames(), k), "accepted unknown option %q", k)
 		}
 		if v := o.ServiceAccountKey; strings.ContainsAny(v, "{}") {
 			require.NotContains(t, o.String(), v)

@@ -1,0 +1,62 @@
+package s3_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
+)
+
+const secret = "s3cr3t-value"
+
+// isolateAWSEnv hides the machine's AWS config so the default chain is empty.
+func isolateAWSEnv(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_CA_BUNDLE": "",
+		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_ENDPOINT_URL": "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func TestNewClientDefaults(t *testing.T) {
+	isolateAWSEnv(t)
+	c, err := s3.NewClient(t.Context(), s3opt.Options{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, s3.DefaultRegion, c.Options().Region, "region without options or chain")
+	require.True(t, c.Options().UsePathStyle, "path-style by default")
+
+	t.Setenv("AWS_REGION", "ap-south-1")
+	c, err = s3.NewClient(t.Context(), s3opt.Options{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "ap-south-1", c.Options().Region, "region from the default chain")
+
+	c, err = s3.NewClient(t.Context(), s3opt.Options{Region: "eu-west-1", VirtualHostedStyle: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "eu-west-1", c.Options().Region, "region option beats the chain")
+	require.False(t, c.Options().UsePathStyle)
+}
+
+func TestOpenErrors(t *testing.T) {
+	isolateAWSEnv(t)
+	s3loc, err := objstore.ParseLocation("s3://bkt/p")
+	require.NoError(t, err)
+	fileLoc, err := objstore.ParseLocation("/tmp/x")
+	require.NoError(t, err)
+
+	_, err = s3.Open(t.Context(), fileLoc, nil)
+	require.ErrorContains(t, err, "not an s3:// root")
+
+	_, err = s3.Open(t.Context(), s3loc, map[string]string{"aws_secret_access_key": secret})
+	require.ErrorContains(t, err, "open s3://bkt/p: ")
+	require.NotContains(t, err.Error(), secret)
+
+	st, err := s3.Open(t.Context(), s3loc, map[string]string{"aws_access_key_id": "AKID", "aws_secret_access_key": secret})
+	require.NoError(t, err)
+	require.Equal(t, "s3://bkt/p", st.URI())
+}
