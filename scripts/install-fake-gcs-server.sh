@@ -20,7 +20,9 @@ fi
 
 mkdir -p "$bin"
 echo "installing fake-gcs-server $VERSION into $bin (about a minute cold)"
-GOBIN="$bin" go install "$MODULE@$VERSION"
+# CGO_ENABLED=0 and -trimpath are ./bin/reaper's flags (the Makefile's GOBUILD): with the same
+# flags, make test's Go builds share the standard library's compiled packages.
+CGO_ENABLED=0 GOBIN="$bin" go install -trimpath "$MODULE@$VERSION"
 
 got="$(installed_version)"
 if [[ "$got" != "$VERSION" ]]; then

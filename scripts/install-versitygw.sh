@@ -34,9 +34,11 @@ fi
 
 if [[ ! -x "$cache/versitygw" || "$(module_version "$cache/versitygw")" != "$VERSION" ]]; then
 	mkdir -p "$cache"
-	echo "building versitygw $VERSION into $cache: once per version, about 2 min alone on 2 cores, 4-5 beside make test's other installs"
+	echo "building versitygw $VERSION into $cache: once per version, about 2 min on 2 cores"
 	start=$SECONDS
-	GOBIN="$cache" go install "$MODULE/cmd/versitygw@$VERSION"
+	# CGO_ENABLED=0 and -trimpath are ./bin/reaper's flags (the Makefile's GOBUILD): with the same
+	# flags, make test's Go builds share the standard library's compiled packages.
+	CGO_ENABLED=0 GOBIN="$cache" go install -trimpath "$MODULE/cmd/versitygw@$VERSION"
 	got="$(module_version "$cache/versitygw")"
 	if [[ "$got" != "$VERSION" ]]; then
 		echo "install-versitygw: $cache/versitygw reports module version '${got}', want $VERSION" >&2
