@@ -32,11 +32,11 @@ run: build
 test:
 	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
 	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
-	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing Azurite, spin, promtool and the npm client (first time about 7 min on 2 cores; later seconds)" -j4 --output-sync=line go-builds other-tools fmt interop-deps && \
-	step "go vet with go test's race build (first time about 3.5 min: it compiles that build; later seconds)" vet && \
-	step "go test -race, test/chaos first (about 6.5 min; a package unchanged since it passed prints (cached))" gotest && \
+	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing Azurite, spin, promtool and the npm client (first time about 6 min on 2 cores; later seconds)" -j4 --output-sync=line go-builds other-tools fmt interop-deps && \
+	step "go vet with go test's race build (first time about 3 min: it compiles that build; later seconds)" vet && \
+	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached))" gotest && \
 	step "fuzzing each target for 10,000 inputs (first time about 1 min: its instrumented build; later about 15 s)" fuzz-test && \
-	step "deploy/: the image, Kubernetes, Prometheus and Grafana checks (first time about 2 min; later about 20 s)" deploy-check-only && \
+	step "deploy/: the image, Kubernetes, Prometheus and Grafana checks (first time about 1.5 min; later about 20 s)" deploy-check-only && \
 	echo "make test: $$(at) all passed"
 
 ## TESTFLAGS: go test's result cache is on, so a later make test re-runs only the packages whose code,
@@ -50,15 +50,19 @@ TEST_TMPDIR ?= $(shell scripts/test-tmpdir.sh)
 ## gotest names test/chaos first: go test starts suites in the order it is given them, and chaos, the
 ## longest (about 3 min), then runs while the others build and run instead of after them. -vet=off:
 ## make test's vet step, just before, ran go vet's full set of checks (a superset of the ones go test
-## runs) on the same packages with the same flags.
+## runs) on the same packages with the same flags. -ldflags=-w: no DWARF in the test binaries (about a
+## sixth of each race link; stack traces and race reports do not use it). GORACE atexit_sleep_ms=0:
+## the race runtime otherwise sleeps 1 s as each test binary exits, holding one of go test's two
+## slots idle; a race found during a test fails that test before the binary exits.
 .PHONY: gotest fuzz-test deploy-check-only
 gotest:
 	@$(if $(TEST_TMPDIR),mkdir -p "$(TEST_TMPDIR)" && echo "make test: temporary files in $(TEST_TMPDIR) (tmpfs; TEST_TMPDIR= for \$$TMPDIR)")
 	$(if $(TEST_TMPDIR),TMPDIR="$(TEST_TMPDIR)") \
+	GORACE="$(strip atexit_sleep_ms=0 $(GORACE))" \
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
 	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
-	  $(GO) test -race -vet=off $(TESTFLAGS) -timeout 25m ./test/chaos ./...
+	  $(GO) test -race -vet=off -ldflags=-w $(TESTFLAGS) -timeout 25m ./test/chaos ./...
 
 fuzz-test:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
@@ -163,7 +167,7 @@ $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/p
 ## deploy-check: deploy/ (the image, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
 ## pass's metrics; deploy/ is its own Go module, so k8s, kustomize and Prometheus stay out of go.mod.
 ## It builds with ./bin/reaper's flags (CGO_ENABLED=0, -trimpath) to share the standard library's
-## compiled packages with it.
+## compiled packages with it; its go test skips vet, which go vet has just run.
 .PHONY: deploy-check deploy-check-only
 deploy-check: tools build
 	@$(MAKE) --no-print-directory deploy-check-only
@@ -171,7 +175,7 @@ deploy-check: tools build
 deploy-check-only:
 	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
 	cd deploy && CGO_ENABLED=0 $(GO) vet -trimpath ./...
-	cd deploy && CGO_ENABLED=0 REAPER_VERSITYGW=$(VERSITYGW) REAPER_PROMTOOL=$(TOOLS)/promtool REAPER_PUSHGATEWAY=$(TOOLS)/pushgateway REAPER_NODE_EXPORTER=$(TOOLS)/node_exporter $(GO) test -trimpath -count=1 -timeout 15m ./...
+	cd deploy && CGO_ENABLED=0 REAPER_VERSITYGW=$(VERSITYGW) REAPER_PROMTOOL=$(TOOLS)/promtool REAPER_PUSHGATEWAY=$(TOOLS)/pushgateway REAPER_NODE_EXPORTER=$(TOOLS)/node_exporter $(GO) test -trimpath -vet=off -count=1 -timeout 15m ./...
 
 ## chaos: the fault-injection, crash, race, replica and bad-input suites alone (the short versions
 ## `make test` runs too); REAPER_TEST_CHAOS_SEED=N replays a run (test/chaos/main_test.go lists the knobs)
