@@ -360,22 +360,27 @@ func (ns *Namespace) judge(ctx context.Context, name string, m Marker, lm time.T
 }
 
 // withLeaseCause makes an error that stopped work under a lost lease say so
-// (errors.Is lock.ErrLost): a request cut short by the lease's cancelled
-// context otherwise reads as a plain cancellation, and a lost lease is a
-// failure, not an interruption.
+// (errors.Is lock.ErrLost) and not say cancelled: a request cut short by the
+// lease's cancelled context otherwise reads as a plain cancellation, and a
+// lost lease is a failure, not an interruption. A batch can carry both: one
+// delete refused by the fence (lease lost) beside others the cancellation
+// cut short.
 func withLeaseCause(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, lock.ErrLost) || ctx.Err() == nil {
+	if err == nil || ctx.Err() == nil {
 		return err
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, lock.ErrLost) {
-		if errors.Is(err, context.Canceled) {
-			// The cancellation was the lease's doing: the chain says lease
-			// lost, not canceled, so no caller mistakes it for a shutdown.
-			return fmt.Errorf("%w (%v)", cause, err)
-		}
-		return fmt.Errorf("%w: %w", cause, err)
+	cause := context.Cause(ctx)
+	switch {
+	case !errors.Is(cause, lock.ErrLost):
+		return err
+	case errors.Is(err, context.Canceled):
+		// The cancellation was the lease's doing: the chain says lease
+		// lost, not canceled, so no caller mistakes it for a shutdown.
+		return fmt.Errorf("%w (%v)", cause, err)
+	case errors.Is(err, lock.ErrLost):
+		return err
 	}
-	return err
+	return fmt.Errorf("%w: %w", cause, err)
 }
 
 // sentFence is a lease's fence that remembers whether it let a request go.
