@@ -62,9 +62,13 @@ type OpenEnv struct {
 }
 
 // OptionNames lists the backend's storage option names in declared order.
-func (b Backend) OptionNames() []string {
-	names := make([]string, len(b.Options))
-	for i, o := range b.Options {
+func (b Backend) OptionNames() []string { return OptionNames(b.Options) }
+
+// OptionNames lists the names of opts in order: what a backend's option
+// parser offers in an unknown-name error.
+func OptionNames(opts []StorageOption) []string {
+	names := make([]string, len(opts))
+	for i, o := range opts {
 		names[i] = o.Name
 	}
 	return names

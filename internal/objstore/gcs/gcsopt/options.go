@@ -83,7 +83,7 @@ func Parse(m map[string]string) (Options, error) {
 		ServiceAccountKey:      {String: &o.ServiceAccountKey},
 		ApplicationCredentials: {String: &o.ApplicationCredentialsPath},
 		AllowHTTP:              {Bool: &o.AllowHTTP},
-	}, nil, names)
+	}, nil, func() []string { return objstore.OptionNames(StorageOptions()) })
 	if err != nil {
 		return Options{}, err
 	}
@@ -91,11 +91,6 @@ func Parse(m map[string]string) (Options, error) {
 		return Options{}, err
 	}
 	return o, o.validate()
-}
-
-// names lists the option names for an unknown-name error.
-func names() []string {
-	return objstore.Backend{Options: StorageOptions()}.OptionNames()
 }
 
 // serviceAccountKey is the part of a key JSON reaper reads itself; the rest

@@ -80,16 +80,11 @@ func Parse(m map[string]string) (Options, error) {
 		SessionToken:       {String: &o.SessionToken},
 		AllowHTTP:          {Bool: &o.AllowHTTP},
 		VirtualHostedStyle: {Bool: &o.VirtualHostedStyle},
-	}, nil, names)
+	}, nil, func() []string { return objstore.OptionNames(StorageOptions()) })
 	if err != nil {
 		return Options{}, err
 	}
 	return o, o.validate()
-}
-
-// names lists the option names for an unknown-name error.
-func names() []string {
-	return objstore.Backend{Options: StorageOptions()}.OptionNames()
 }
 
 func (o Options) validate() error {

@@ -74,5 +74,5 @@ func TestOptionsStringHidesSecrets(t *testing.T) {
 
 // optionNames are the names Parse accepts, as s3.Backend publishes them.
 func optionNames() []string {
-	return objstore.Backend{Options: s3opt.StorageOptions()}.OptionNames()
+	return objstore.OptionNames(s3opt.StorageOptions())
 }
