@@ -44,25 +44,31 @@ func TestFuzzBuildStaysSmall(t *testing.T) {
 	}
 
 	// Each target is declared in a test file the tagged build compiles.
+	cmd := exec.Command("go", append([]string{"list", "-tags", tags, "-f", `{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}`}, pkgs...)...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v", pkgs)
+	testFiles := map[string][]string{} // package -> its test files' paths
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		require.GreaterOrEqual(t, len(fields), 2, "go list line %q", line)
+		for _, f := range fields[2:] {
+			testFiles[fields[0]] = append(testFiles[fields[0]], filepath.Join(fields[1], f))
+		}
+	}
 	for _, tg := range targets {
-		cmd := exec.Command("go", "list", "-tags", tags, "-f", `{{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}`, tg.pkg)
-		cmd.Dir = ".."
-		out, err := cmd.Output()
-		require.NoError(t, err, "go list %s", tg.pkg)
-		fields := strings.Fields(string(out))
-		require.NotEmpty(t, fields, tg.pkg)
 		found := false
-		for _, f := range fields[1:] {
-			src, err := os.ReadFile(filepath.Join(fields[0], f))
+		for _, path := range testFiles[tg.pkg] {
+			src, err := os.ReadFile(path)
 			require.NoError(t, err)
 			found = found || strings.Contains(string(src), "\nfunc "+tg.name+"(f *testing.F)")
 		}
 		require.True(t, found, "FUZZ_TARGETS names %s in %s, but no test file built with -tags %s declares it", tg.name, tg.pkg, tags)
 	}
 
-	cmd := exec.Command("go", append([]string{"list", "-tags", tags, "-deps", "-test"}, pkgs...)...)
+	cmd = exec.Command("go", append([]string{"list", "-tags", tags, "-deps", "-test"}, pkgs...)...)
 	cmd.Dir = ".."
-	out, err := cmd.Output()
+	out, err = cmd.Output()
 	require.NoError(t, err, "go list -deps -test %v", pkgs)
 	deps := strings.Fields(string(out))
 	for _, d := range deps {
