@@ -119,8 +119,9 @@ var/image/reaper-%: FORCE
 ## Azure Blob test server (npm, into .tools), the spin model checker (apt), and promtool and the
 ## Pushgateway (Debian's packages unpacked into .tools/bin, no service started)
 tools: go-tools other-tools
-## go-tools: the test servers go install builds, with ./bin/reaper's flags (CGO_ENABLED=0, -trimpath),
-## so the three builds share the standard library's compiled packages
+## go-tools: the Go-built test servers, built in tools/ (whose go.mod pins them and holds every module
+## they share with reaper at reaper's version) with ./bin/reaper's flags (CGO_ENABLED=0, -trimpath),
+## so they reuse the packages ./bin/reaper's build compiled
 go-tools:
 	scripts/install-versitygw.sh
 	scripts/install-fake-gcs-server.sh

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs the fake-gcs-server GCS JSON API emulator (pinned version) into
-# <repo>/.tools/bin. Idempotent: does nothing when the binary there was built
-# from the pinned module version (read from its build info, `go version -m`).
+# Installs the fake-gcs-server GCS JSON API emulator (the version tools/go.mod
+# pins) into <repo>/.tools/bin, built in tools/ so that it reuses what
+# ./bin/reaper's build compiled (tools/go.mod says why). Idempotent: does
+# nothing when the binary there was built from the pinned module version (read
+# from its build info, `go version -m`).
 set -euo pipefail
 
-VERSION=v1.56.1
 MODULE=github.com/fsouza/fake-gcs-server
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VERSION="$(cd "$root/tools" && go list -m -f '{{.Version}}' "$MODULE")"
 bin="$root/.tools/bin"
 
 installed_version() {
@@ -21,8 +23,8 @@ fi
 mkdir -p "$bin"
 echo "installing fake-gcs-server $VERSION into $bin (about a minute cold)"
 # CGO_ENABLED=0 and -trimpath are ./bin/reaper's flags (the Makefile's GOBUILD): with the same
-# flags, make test's Go builds share the standard library's compiled packages.
-CGO_ENABLED=0 GOBIN="$bin" go install -trimpath "$MODULE@$VERSION"
+# flags and tools/go.mod's versions, make test's Go builds share their compiled packages.
+(cd "$root/tools" && CGO_ENABLED=0 go build -trimpath -o "$bin/fake-gcs-server" "$MODULE")
 
 got="$(installed_version)"
 if [[ "$got" != "$VERSION" ]]; then

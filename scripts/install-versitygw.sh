@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the versitygw S3 test server (pinned version) and links it as
-# <repo>/.tools/bin/versitygw. The build is cached under
+# Installs the versitygw S3 test server (the version tools/go.mod pins) and
+# links it as <repo>/.tools/bin/versitygw. It is built in tools/, whose go.mod
+# holds every module versitygw shares with reaper at reaper's version, so the
+# build reuses what ./bin/reaper's build compiled. The build is cached under
 # .tools/versitygw/<version>/, keyed by version: switching branches or
 # clones that share .tools never rebuilds a version already built, and a
 # version bump builds beside the old one. `versitygw --version` prints
-# "Version: git" for a `go install` build, so the module version is read from
+# "Version: git" for a module build, so the module version is read from
 # the binary's build info (`go version -m`) instead.
 set -euo pipefail
 
@@ -15,9 +17,9 @@ link() {
 	[[ -L "$2" && "$(readlink "$2")" == "$1" ]] || ln -sfn "$1" "$2"
 }
 
-VERSION=v1.8.0
 MODULE=github.com/versity/versitygw
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VERSION="$(cd "$root/tools" && go list -m -f '{{.Version}}' "$MODULE")"
 tools="${REAPER_TOOLS_DIR:-$root/.tools}"
 bin="$tools/bin"
 cache="$tools/versitygw/$VERSION"
@@ -34,11 +36,11 @@ fi
 
 if [[ ! -x "$cache/versitygw" || "$(module_version "$cache/versitygw")" != "$VERSION" ]]; then
 	mkdir -p "$cache"
-	echo "building versitygw $VERSION into $cache: once per version, about 2 min on 2 cores"
+	echo "building versitygw $VERSION into $cache: once per version, about 1 min after ./bin/reaper's build on 2 cores"
 	start=$SECONDS
 	# CGO_ENABLED=0 and -trimpath are ./bin/reaper's flags (the Makefile's GOBUILD): with the same
-	# flags, make test's Go builds share the standard library's compiled packages.
-	CGO_ENABLED=0 GOBIN="$cache" go install -trimpath "$MODULE/cmd/versitygw@$VERSION"
+	# flags and tools/go.mod's versions, make test's Go builds share their compiled packages.
+	(cd "$root/tools" && CGO_ENABLED=0 go build -trimpath -o "$cache/versitygw" "$MODULE/cmd/versitygw")
 	got="$(module_version "$cache/versitygw")"
 	if [[ "$got" != "$VERSION" ]]; then
 		echo "install-versitygw: $cache/versitygw reports module version '${got}', want $VERSION" >&2
