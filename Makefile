@@ -33,13 +33,14 @@ run: build
 ## use). The Go builds (./bin/reaper, then the Go-built test servers) run beside the downloads and
 ## unpacking of the others; vet, the Go suites, the fuzz targets and deploy/ then run one after another
 ## (side by side on 2 cores they starve the lease tests' timers), each step announced with the time
-## since the start. While go test runs, prebuild compiles the later steps' packages at nice 19.
+## since the start. While go test runs, prebuild compiles the later steps' packages at the lowest
+## CPU priority.
 test:
 	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
 	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
 	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing Azurite, spin, promtool and the npm client (first time about 6 min on 2 cores; later seconds)" -j4 --output-sync=line go-builds other-tools fmt interop-deps && \
 	step "go vet with go test's race build (first time about 3 min: it compiles that build; later seconds)" vet && \
-	{ setsid nice -n 19 $(MAKE) --no-print-directory prebuild >/dev/null 2>&1 & pb=$$!; trap 'kill -- -$$pb 2>/dev/null' EXIT; } && \
+	{ scripts/background.sh $(MAKE) --no-print-directory prebuild >/dev/null 2>&1 & pb=$$!; trap 'kill -- -$$pb 2>/dev/null' EXIT; } && \
 	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached)), with the fuzz and deploy/ builds niced beside it" gotest && \
 	{ kill -0 $$pb 2>/dev/null && echo "make test: $$(at) finishing the fuzz and deploy/ builds started beside go test"; wait $$pb; true; } && \
 	step "fuzzing each target for 10,000 inputs (about 15 s once built)" fuzz-test && \
@@ -75,10 +76,11 @@ fuzz-test:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 ## prebuild: what make test's last two steps compile (the fuzz targets' instrumented test binaries,
-## deploy/'s vet and test build), run by make test at nice 19 beside go test: the suites wait much of
-## the time (on timers, child processes and the test servers), and a cold go test step left about an
-## eighth of the 2 cores idle. Nice 19 yields the CPU to any suite that wants it; the steps then find
-## their packages in the build cache. Its failures are the steps' to report.
+## deploy/'s vet and test build), run by make test at the lowest priority beside go test
+## (scripts/background.sh): the suites wait much of the time (on timers, child processes and the test
+## servers), and a cold go test step left about an eighth of the 2 cores idle. At that priority it
+## yields the CPU to any suite that wants it; the steps then find their packages in the build cache.
+## Its failures are the steps' to report.
 .PHONY: prebuild
 prebuild:
 	@for pkg in $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t))))); do \
