@@ -38,11 +38,11 @@ run: build
 test:
 	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
 	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
-	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing Azurite, spin, promtool and the npm client (first time about 6 min on 2 cores; later seconds)" -j4 --output-sync=line go-builds other-tools fmt interop-deps && \
+	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing Azurite, spin, promtool and the npm client (first time about 5 min on 2 cores; later seconds)" -j4 --output-sync=line go-builds other-tools fmt interop-deps && \
 	step "go vet with go test's race build (first time about 3 min: it compiles that build; later seconds)" vet && \
 	{ scripts/background.sh $(MAKE) --no-print-directory prebuild >/dev/null 2>&1 & pb=$$!; trap 'kill -- -$$pb 2>/dev/null' EXIT; } && \
 	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached)), with the fuzz and deploy/ builds niced beside it" gotest && \
-	{ kill -0 $$pb 2>/dev/null && echo "make test: $$(at) finishing the fuzz and deploy/ builds started beside go test"; wait $$pb; true; } && \
+	{ kill -0 $$pb 2>/dev/null && echo "make test: $$(at) finishing the fuzz and deploy/ builds started beside go test (first time about 1 min)"; wait $$pb; true; } && \
 	step "fuzzing each target for 10,000 inputs (about 15 s once built)" fuzz-test && \
 	step "deploy/: the image, Kubernetes, Prometheus and Grafana checks (about 30 s once built)" deploy-check-only && \
 	echo "make test: $$(at) all passed"
