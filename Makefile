@@ -84,10 +84,10 @@ fuzz-test:
 .PHONY: prebuild
 prebuild:
 	@for pkg in $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t))))); do \
-	  $(GO) test -c -tags $(FUZZ_TAGS) -fuzz Fuzz -o /dev/null $$pkg; \
+	  $(FUZZ_GOTEST) -c -fuzz Fuzz -o /dev/null $$pkg; \
 	done
-	cd deploy && CGO_ENABLED=0 $(GO) vet -trimpath ./...
-	cd deploy && CGO_ENABLED=0 $(GO) test -trimpath -vet=off -c -o /dev/null ./...
+	cd deploy && $(DEPLOY_GOVET)
+	cd deploy && $(DEPLOY_GOTEST) -c -o /dev/null ./...
 
 ## make test fuzzes each target for a count of inputs, not a duration: Go 1.26's fuzz coordinator can
 ## fail a duration-bounded run with a bare "context deadline exceeded" when a loaded machine starves its
@@ -195,10 +195,14 @@ $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/p
 deploy-check: tools build
 	@$(MAKE) --no-print-directory deploy-check-only
 
+## DEPLOY_GOVET, DEPLOY_GOTEST: deploy/'s go commands, which make prebuild runs too: with other flags
+## its builds would not be the ones deploy-check-only reuses.
+DEPLOY_GOVET  = CGO_ENABLED=0 $(GO) vet -trimpath ./...
+DEPLOY_GOTEST = CGO_ENABLED=0 $(GO) test -trimpath -vet=off
 deploy-check-only:
 	cd deploy && test -z "$$(gofmt -l .)" || { echo "gofmt needed in deploy/:"; gofmt -l .; exit 1; }
-	cd deploy && CGO_ENABLED=0 $(GO) vet -trimpath ./...
-	cd deploy && CGO_ENABLED=0 REAPER_VERSITYGW=$(VERSITYGW) REAPER_PROMTOOL=$(TOOLS)/promtool REAPER_PUSHGATEWAY=$(TOOLS)/pushgateway REAPER_NODE_EXPORTER=$(TOOLS)/node_exporter $(GO) test -trimpath -vet=off -count=1 -timeout 15m ./...
+	cd deploy && $(DEPLOY_GOVET)
+	cd deploy && REAPER_VERSITYGW=$(VERSITYGW) REAPER_PROMTOOL=$(TOOLS)/promtool REAPER_PUSHGATEWAY=$(TOOLS)/pushgateway REAPER_NODE_EXPORTER=$(TOOLS)/node_exporter $(DEPLOY_GOTEST) -count=1 -timeout 15m ./...
 
 ## chaos: the fault-injection, crash, race, replica and bad-input suites alone (the short versions
 ## `make test` runs too); REAPER_TEST_CHAOS_SEED=N replays a run (test/chaos/main_test.go lists the knobs)
@@ -214,6 +218,8 @@ FUZZ_TARGETS := ./internal/lifecycle:FuzzParseMarker ./internal/lifecycle:FuzzVa
 ## `//go:build !fuzzonly`, so the fuzz build links the parsers, their package and testify: about 230
 ## packages, not 730 (internal/fuzzbuild_test.go keeps it so). Plain go test builds every file.
 FUZZ_TAGS := fuzzonly
+## FUZZ_GOTEST: the go test of every fuzz build, make fuzz's and make prebuild's alike
+FUZZ_GOTEST = $(GO) test -tags $(FUZZ_TAGS)
 .PHONY: chaos soak fuzz fuzz-short
 chaos: tools build
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
@@ -227,7 +233,7 @@ soak: tools
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
-	  $(GO) test -tags $(FUZZ_TAGS) -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  $(FUZZ_GOTEST) -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
 fuzz-short:
