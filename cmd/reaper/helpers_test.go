@@ -156,7 +156,7 @@ func bucketBackend(t *testing.T, r objstoretest.Root) backend {
 			require.NoError(t, err)
 		},
 		get: func(t *testing.T, key string) ([]byte, bool) {
-			b, _, err := st.Get(ctx, key)
+			b, _, err := st.Get(ctx, key, 1<<20)
 			if errors.Is(err, objstore.ErrNotFound) {
 				return nil, false
 			}

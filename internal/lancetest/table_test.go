@@ -43,7 +43,7 @@ func TestDataBytes(t *testing.T) {
 func TestPutAndWrite(t *testing.T) {
 	s := objstore.NewMemory()
 	require.Equal(t, 8, Full(1).Put(t, s, "t.lance/"))
-	got, _, err := s.Get(context.Background(), "t.lance/_versions/2.manifest")
+	got, _, err := s.Get(context.Background(), "t.lance/_versions/2.manifest", 1<<20)
 	require.NoError(t, err)
 	require.Equal(t, Body("_versions/2.manifest"), got)
 

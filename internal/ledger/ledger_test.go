@@ -279,7 +279,7 @@ func TestKeySortsByTime(t *testing.T) {
 func TestPlainReader(t *testing.T) {
 	s := objstore.NewMemory()
 	key := writePass(t, s, "plain", t0, sampleRows("plain", t0))
-	body, _, err := s.Get(t.Context(), key)
+	body, _, err := s.Get(t.Context(), key, 1<<20)
 	require.NoError(t, err)
 
 	pf, err := file.NewParquetReader(bytes.NewReader(body))

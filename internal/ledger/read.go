@@ -52,7 +52,7 @@ func Read(ctx context.Context, store objstore.Store, since time.Time) ([]Row, er
 }
 
 func readFile(ctx context.Context, store objstore.Store, key string) ([]Row, error) {
-	body, _, err := store.Get(ctx, key)
+	body, _, err := store.Get(ctx, key, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger %s: %w", key, err)
 	}

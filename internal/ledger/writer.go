@@ -13,6 +13,11 @@ import (
 // Prefix is the key prefix under which every pass file lives.
 const Prefix = "passes/"
 
+// MaxFileBytes caps the read of one pass file: a row takes well under 1 KiB
+// compressed, so this holds a pass over hundreds of thousands of tables,
+// while an object that is not a pass file cannot exhaust memory.
+const MaxFileBytes = 256 << 20
+
 // keyTimeLayout is RFC 3339 basic format with milliseconds: fixed width, so
 // keys sort by time, and free of ":".
 const keyTimeLayout = "20060102T150405.000Z"

@@ -57,7 +57,7 @@ func parseCommit(body []byte) (Commit, error) {
 
 // readCommit returns the table's commit and its object, or nil without one.
 func (ns *Namespace) readCommit(ctx context.Context, name string) (*Commit, objstore.Object, error) {
-	body, obj, err := ns.store.Get(ctx, CommitKey(name))
+	body, obj, err := ns.store.Get(ctx, CommitKey(name), MaxControlBytes)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return nil, objstore.Object{}, nil
 	}

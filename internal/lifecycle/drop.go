@@ -86,7 +86,10 @@ func (ns *Namespace) hasData(ctx context.Context, name string) (bool, error) {
 // that does not parse returns its bytes and object with an ErrInvalidMarker
 // error; a missing one returns objstore.ErrNotFound.
 func (ns *Namespace) readMarker(ctx context.Context, name string) ([]byte, objstore.Object, Marker, error) {
-	body, obj, err := ns.store.Get(ctx, MarkerKey(name))
+	body, obj, err := ns.store.Get(ctx, MarkerKey(name), MaxControlBytes)
+	if errors.Is(err, objstore.ErrTooLarge) {
+		return nil, objstore.Object{}, Marker{}, fmt.Errorf("marker %s: %w: %w", MarkerKey(name), ErrInvalidMarker, err)
+	}
 	if err != nil {
 		return nil, objstore.Object{}, Marker{}, fmt.Errorf("read marker %s: %w", MarkerKey(name), err)
 	}

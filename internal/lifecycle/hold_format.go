@@ -96,9 +96,13 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 
 // readHold returns the table's hold, or nil without one.
 func (ns *Namespace) readHold(ctx context.Context, name string) (*Hold, error) {
-	body, _, err := ns.store.Get(ctx, HoldKey(name))
+	body, _, err := ns.store.Get(ctx, HoldKey(name), MaxControlBytes)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return nil, nil
+	}
+	if errors.Is(err, objstore.ErrTooLarge) {
+		// Fails closed: whatever it is, it holds.
+		return &Hold{Reason: fmt.Sprintf("unreadable hold (%v); it still blocks purges", err)}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read hold %s: %w", HoldKey(name), err)

@@ -27,6 +27,13 @@ const (
 	// versionsDir holds a table's manifests; deleting them first makes the
 	// table unopenable before anything else goes.
 	versionsDir = "_versions"
+	// MaxControlBytes caps every read of a marker, a legal hold or a purge
+	// commit (docs/FORMAT.md): each is a few hundred bytes at most, so a
+	// larger object is not one of them, and reading it whole could cost a
+	// container its memory. A marker over the cap is invalid, a hold over
+	// it still holds, a commit over it is unreadable: each fails closed for
+	// its table alone.
+	MaxControlBytes = 16 << 10
 )
 
 // ValidateName rejects names that could escape <root>/<name>.lance/ or

@@ -183,7 +183,7 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	log := ns.log.With("table", name)
 	// 2. The marker under the lease is the one every later step compares
 	// against; the due-ness is judged again with it.
-	body, mobj, err := ns.store.Get(ctx, MarkerKey(name))
+	body, mobj, err := ns.store.Get(ctx, MarkerKey(name), MaxControlBytes)
 	if err != nil {
 		if errors.Is(err, objstore.ErrNotFound) {
 			return res, &ConflictError{Name: name, Reason: "marker vanished while taking the lock (revived or purged by another process)"}

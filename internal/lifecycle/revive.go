@@ -63,7 +63,7 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 // reviveUnderLease removes the marker read as body/obj; ctx is the lease's
 // fenced context and verify reads the lease back from the store.
 func (ns *Namespace) reviveUnderLease(ctx context.Context, verify func(context.Context) error, name string, body []byte, obj objstore.Object) error {
-	body2, obj2, err := ns.store.Get(ctx, MarkerKey(name))
+	body2, obj2, err := ns.store.Get(ctx, MarkerKey(name), MaxControlBytes)
 	if err != nil {
 		return fmt.Errorf("revive %q: re-read marker under lock: %w", name, err)
 	}

@@ -234,10 +234,14 @@ func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntr
 	}
 	var body []byte
 	if e.marker {
-		b, obj, err := ns.store.Get(ctx, MarkerKey(name))
+		b, obj, err := ns.store.Get(ctx, MarkerKey(name), MaxControlBytes)
 		switch {
 		case errors.Is(err, objstore.ErrNotFound):
 			// Revived or purged between the listing and the read.
+		case errors.Is(err, objstore.ErrTooLarge):
+			// Not a marker of Lance's or reaper's: invalid, never purged.
+			s.State, s.Problem = StateInvalidMarker, fmt.Sprintf("%v; a marker is a few dozen bytes of JSON (limit %d), so this is not one: inspect and remove it by hand", err, MaxControlBytes)
+			return s, nil
 		case err != nil:
 			return ns.unreadable(ctx, s, fmt.Errorf("read marker %s: %w", MarkerKey(name), err))
 		default:

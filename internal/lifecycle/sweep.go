@@ -28,7 +28,7 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, names []string) ([]st
 	for _, name := range names {
 		key := LockKey(name)
 		ctx := withTable(ctx, name)
-		body, obj, err := ns.store.Get(ctx, key)
+		body, obj, err := ns.store.Get(ctx, key, lock.MaxLeaseBytes)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue
 		}

@@ -134,7 +134,7 @@ func (l *Lease) Verify(ctx context.Context) error {
 	case obj.ETag == etag:
 		return l.checkStoreDeadline(ctx, obj.LastModified)
 	}
-	data, cur, err := l.c.store.Get(ctx, l.key)
+	data, cur, err := l.c.store.Get(ctx, l.key, MaxLeaseBytes)
 	if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("verify lock %q: %w", l.key, err)
 	}
@@ -271,7 +271,7 @@ func (l *Lease) renew(ctx context.Context) error {
 	// carries our token it is ours. If it is this very write (the nonce
 	// makes its bytes unique), it was stamped after sent like any
 	// successful write; otherwise the deadline stays the earlier one.
-	data, cur, gerr := l.c.store.Get(rctx, l.key)
+	data, cur, gerr := l.c.store.Get(rctx, l.key, MaxLeaseBytes)
 	if gerr != nil {
 		return fmt.Errorf("renew lock %q: %w", l.key, err)
 	}
@@ -328,7 +328,7 @@ func (l *Lease) release(ctx context.Context) error {
 	if errors.Is(err, objstore.ErrPrecondition) {
 		// A renewal cancelled by Release may still have landed: if the
 		// stored lease carries our token, delete that version.
-		if data, cur, gerr := l.c.store.Get(rctx, l.key); gerr == nil {
+		if data, cur, gerr := l.c.store.Get(rctx, l.key, MaxLeaseBytes); gerr == nil {
 			if stored, perr := Parse(data); perr == nil && stored.Token == info.Token {
 				err = l.c.store.DeleteIfMatch(rctx, l.key, cur.ETag)
 			}
@@ -351,7 +351,7 @@ func (l *Lease) release(ctx context.Context) error {
 // for status output and sweeps. A missing lease is an error wrapping
 // objstore.ErrNotFound.
 func Read(ctx context.Context, s objstore.Store, key string) (Info, error) {
-	data, obj, err := s.Get(ctx, key)
+	data, obj, err := s.Get(ctx, key, MaxLeaseBytes)
 	if err != nil {
 		return Info{}, fmt.Errorf("read lock %q: %w", key, err)
 	}

@@ -19,6 +19,12 @@ import (
 // unreadable and never takes it over, so a mixed rollout fails closed.
 const formatVersion = 2
 
+// MaxLeaseBytes caps a lease read: a body this package writes is about 300
+// bytes, so anything near the cap is not a lease of reaper's, and a
+// multi-GB object at a lease key must cost no memory (it reads as
+// unreadable: the lease fails closed, held by nobody who can be named).
+const MaxLeaseBytes = 16 << 10
+
 // Info is the content of one lease body, plus the store's LastModified of
 // the object it was read from.
 type Info struct {

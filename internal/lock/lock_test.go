@@ -321,7 +321,7 @@ func TestLeaseFencesItsContext(t *testing.T) {
 		err = s.Delete(wctx, "t.lance/a")
 		require.ErrorIs(t, err, objstore.ErrFenced, "a delete past the holder's deadline")
 		require.ErrorIs(t, err, ErrLost)
-		_, _, err = s.Get(t.Context(), "t.lance/a")
+		_, _, err = s.Get(t.Context(), "t.lance/a", 1<<20)
 		require.NoError(t, err, "nothing was deleted")
 		_ = lease.Release(t.Context())
 	})
@@ -353,7 +353,7 @@ func TestUnreadableLeaseFailsClosed(t *testing.T) {
 		require.NotErrorIs(t, err, ErrLocked)
 		require.Contains(t, err.Error(), testKey)
 		require.Contains(t, err.Error(), "delete it")
-		body, _, err := s.Get(ctx, testKey)
+		body, _, err := s.Get(ctx, testKey, 1<<20)
 		require.NoError(t, err)
 		require.Equal(t, "garbage", string(body), "left alone")
 

@@ -203,7 +203,7 @@ func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 		return c.landed(ctx, key, info.Token, sent, fmt.Errorf("create lock %q: %w", key, err))
 	}
 
-	data, cur, err := c.store.Get(ctx, key)
+	data, cur, err := c.store.Get(ctx, key, MaxLeaseBytes)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return nil, errRetry
 	}
@@ -249,7 +249,7 @@ func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 // lostTakeover reports the rival that beat us to an expired lease, naming the
 // new holder when it can be read.
 func (c *config) lostTakeover(ctx context.Context, key string, old Info) error {
-	data, cur, err := c.store.Get(ctx, key)
+	data, cur, err := c.store.Get(ctx, key, MaxLeaseBytes)
 	if err == nil {
 		if holder, perr := Parse(data); perr == nil {
 			holder.Modified = cur.LastModified
@@ -266,7 +266,7 @@ func (c *config) lostTakeover(ctx context.Context, key string, old Info) error {
 func (c *config) landed(ctx context.Context, key, token string, sent time.Time, writeErr error) (*Lease, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	data, obj, err := c.store.Get(rctx, key)
+	data, obj, err := c.store.Get(rctx, key, MaxLeaseBytes)
 	if err != nil {
 		return nil, writeErr
 	}

@@ -135,7 +135,7 @@ func incrementUnder(ctx context.Context, s objstore.Store, lease *Lease) (overla
 		return false, err
 	}
 	n := 0
-	data, _, err := s.Get(ctx, counterKey)
+	data, _, err := s.Get(ctx, counterKey, 1<<20)
 	switch {
 	case errors.Is(err, objstore.ErrNotFound):
 	case err != nil:
@@ -151,7 +151,7 @@ func incrementUnder(ctx context.Context, s objstore.Store, lease *Lease) (overla
 	if _, err := s.Put(ctx, counterKey, []byte(strconv.Itoa(n+1))); err != nil {
 		return false, err
 	}
-	owner, _, err := s.Get(ctx, ownerKey)
+	owner, _, err := s.Get(ctx, ownerKey, 1<<20)
 	if err != nil {
 		return false, err
 	}
@@ -210,7 +210,7 @@ func TestProcessesMutualExclusion(t *testing.T) {
 		}
 		require.Equal(t, children*iters, total, "acquisitions")
 		require.Zero(t, overlaps, "holders overlapped")
-		data, _, err := s.Get(t.Context(), counterKey)
+		data, _, err := s.Get(t.Context(), counterKey, 1<<20)
 		require.NoError(t, err)
 		require.Equal(t, strconv.Itoa(total), string(data), "counter: got/want (a lost update means two holders)")
 		_, err = Read(t.Context(), s, testKey)

@@ -80,9 +80,9 @@ func (s *store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 	return pc.done(err)
 }
 
-func (s *store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (s *store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	start := time.Now()
-	body, obj, err := s.next.Get(ctx, key)
+	body, obj, err := s.next.Get(ctx, key, limit)
 	s.observe(ctx, OpGet, start, err)
 	return body, obj, err
 }

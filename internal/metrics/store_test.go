@@ -47,7 +47,7 @@ func TestWrapStoreCodes(t *testing.T) {
 
 	obj, err := s.Put(ctx, "a/b", []byte("x"))
 	require.NoError(t, err)
-	_, _, err = s.Get(ctx, "a/b")
+	_, _, err = s.Get(ctx, "a/b", 1<<20)
 	require.NoError(t, err)
 	_, err = s.Head(ctx, "missing")
 	require.ErrorIs(t, err, objstore.ErrNotFound)
@@ -63,7 +63,7 @@ func TestWrapStoreCodes(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, _, err = s.Get(cancelled, "a/b")
+	_, _, err = s.Get(cancelled, "a/b", 1<<20)
 	require.Error(t, err)
 
 	want := map[[2]string]float64{

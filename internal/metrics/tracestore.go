@@ -97,9 +97,9 @@ func (s *tracingStore) Walk(ctx context.Context, prefix string, fn func([]objsto
 	return err
 }
 
-func (s *tracingStore) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (s *tracingStore) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	ctx, span := s.start(ctx, OpGet, AttrKey.String(key))
-	body, obj, err := s.next.Get(ctx, key)
+	body, obj, err := s.next.Get(ctx, key, limit)
 	span.SetAttributes(AttrSize.Int(len(body)))
 	end(ctx, span, err)
 	return body, obj, err

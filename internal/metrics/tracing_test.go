@@ -272,7 +272,7 @@ func TestWrapStoreTracingSpans(t *testing.T) {
 	require.ErrorIs(t, err, objstore.ErrNotFound)
 	require.NoError(t, s.List(ctx, "t/", func(objstore.Page) error { return nil }))
 	require.NoError(t, s.DeleteBatch(ctx, []string{"t/a", "t/b"}))
-	_, _, err = s.Get(ctx, "/bad")
+	_, _, err = s.Get(ctx, "/bad", 1<<20)
 	require.ErrorIs(t, err, objstore.ErrInvalidKey)
 
 	spans := sr.Ended()

@@ -153,8 +153,11 @@ func checkKey(ctx context.Context, key string) error {
 }
 
 // Get returns a copy of the object's bytes.
-func (m *Memory) Get(ctx context.Context, key string) ([]byte, Object, error) {
+func (m *Memory) Get(ctx context.Context, key string, limit int64) ([]byte, Object, error) {
 	if err := checkKey(ctx, key); err != nil {
+		return nil, Object{}, err
+	}
+	if err := CheckLimit(key, limit); err != nil {
 		return nil, Object{}, err
 	}
 	m.mu.Lock()
@@ -162,6 +165,9 @@ func (m *Memory) Get(ctx context.Context, key string) ([]byte, Object, error) {
 	o, ok := m.objects[key]
 	if !ok {
 		return nil, Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	if int64(len(o.body)) > limit {
+		return nil, Object{}, &TooLargeError{Key: key, Size: int64(len(o.body)), Limit: limit}
 	}
 	return slices.Clone(o.body), o.meta, nil
 }

@@ -32,6 +32,9 @@ var (
 	// ErrInvalidKey: the key is empty, absolute, or has an empty, "." or ".."
 	// segment.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrTooLarge: Get found the object larger than the caller's limit and
+	// did not read it (a *TooLargeError says how large).
+	ErrTooLarge = errors.New("object larger than the read limit")
 )
 
 // Object describes one stored object.
@@ -77,6 +80,10 @@ type Page struct {
 //     names to sort them would defeat streaming); it never retries a walk.
 //   - If fn returns an error, List and Walk stop and return it unchanged.
 //   - Get and Head return ErrNotFound for a missing key.
+//   - Get reads at most limit bytes (limit > 0): a larger object is not
+//     read, and the error wraps ErrTooLarge. Every caller states how large
+//     an object it expects, so a huge or hostile object (a multi-GB marker)
+//     costs neither the process's memory nor the pass.
 //   - Put replaces atomically: a reader sees the old or the new bytes, never a
 //     mix. Put creates missing parent "directories". Unconditional writes and
 //     the conditional ones are atomic with respect to each other.
@@ -112,7 +119,7 @@ type Page struct {
 type Store interface {
 	List(ctx context.Context, prefix string, fn func(Page) error) error
 	Walk(ctx context.Context, prefix string, fn func([]Object) error) error
-	Get(ctx context.Context, key string) ([]byte, Object, error)
+	Get(ctx context.Context, key string, limit int64) ([]byte, Object, error)
 	Head(ctx context.Context, key string) (Object, error)
 	Put(ctx context.Context, key string, body []byte) (Object, error)
 	PutIfAbsent(ctx context.Context, key string, body []byte) (Object, error)

@@ -72,9 +72,9 @@ func (s loggedStore) Walk(ctx context.Context, prefix string, fn func([]objstore
 	return s.Store.Walk(ctx, prefix, fn)
 }
 
-func (s loggedStore) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (s loggedStore) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	s.at(key)
-	return s.Store.Get(ctx, key)
+	return s.Store.Get(ctx, key, limit)
 }
 
 func (s loggedStore) Head(ctx context.Context, key string) (objstore.Object, error) {

@@ -560,7 +560,7 @@ func take(t testing.TB, b *backend) snapshot {
 			if strings.Contains(k, "/") {
 				continue
 			}
-			body, _, err := b.parent.Get(context.Background(), k)
+			body, _, err := b.parent.Get(context.Background(), k, 1<<20)
 			if err == nil {
 				snap["../"+k] = sum(body)
 			} else {
@@ -643,7 +643,7 @@ func takeStore(t testing.TB, s objstore.Store, prefix, as string) snapshot {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			body, _, err := s.Get(ctx, k)
+			body, _, err := s.Get(ctx, k, 1<<20)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -9,7 +9,7 @@ package azure
 import (
 	"context"
 	"fmt"
-	"io"
+
 	"strings"
 	"time"
 
@@ -152,9 +152,12 @@ func (s *Store) name(key string) (string, error) {
 	return s.root + key, nil
 }
 
-// Get reads a whole object.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+// Get reads a whole object of at most limit bytes.
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	n, err := s.name(key)
+	if err == nil {
+		err = objstore.CheckLimit(key, limit)
+	}
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
@@ -163,7 +166,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, e
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, mapError(err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	size := int64(-1)
+	if resp.ContentLength != nil {
+		size = *resp.ContentLength
+	}
+	body, err := objstore.ReadLimited(resp.Body, key, size, limit)
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("read %s: %w", key, err)
 	}

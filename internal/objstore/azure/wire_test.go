@@ -70,7 +70,7 @@ func TestTransportCarriesEveryRequest(t *testing.T) {
 	}{
 		{"put", func() error { _, err := st.Put(ctx, "a", []byte("1")); return err }, 1},
 		{"put if absent", func() error { _, err := st.PutIfAbsent(ctx, "b", []byte("1")); return err }, 1},
-		{"get", func() error { _, _, err := st.Get(ctx, "a"); return err }, 1},
+		{"get", func() error { _, _, err := st.Get(ctx, "a", 1<<20); return err }, 1},
 		{"head", func() error { _, err := st.Head(ctx, "a"); return err }, 1},
 		{"list", func() error { return st.List(ctx, "", func(objstore.Page) error { return nil }) }, 1},
 		{"walk", func() error { return st.Walk(ctx, "", func([]objstore.Object) error { return nil }) }, 1},

@@ -75,7 +75,7 @@ func TestPrefixIsolation(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, []string{"k"}, keys, "keys under some/prefix: got/want")
-	_, _, err = outer.Get(ctx, "some/prefix/k")
+	_, _, err = outer.Get(ctx, "some/prefix/k", 1<<20)
 	require.NoError(t, err, "inner key seen from the bucket root")
 	require.Equal(t, "gs://"+srv.Bucket+"/some/prefix", inner.URI())
 }

@@ -13,7 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
+
 	"net/http"
 	"strconv"
 	"strings"
@@ -221,8 +221,11 @@ func (s *Store) name(key string) (string, error) {
 // Get reads a whole object; body and generation come from one response
 // (a media download, ?alt=media), and the body is checked against the
 // CRC32C the service sends.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	name, err := s.name(key)
+	if err == nil {
+		err = objstore.CheckLimit(key, limit)
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -234,7 +237,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, e
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, mapError(err))
 	}
 	defer googleapi.CloseBody(res)
-	body, err := io.ReadAll(res.Body)
+	body, err := objstore.ReadLimited(res.Body, key, res.ContentLength, limit)
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("read %s: %w", key, mapError(err))
 	}

@@ -38,7 +38,7 @@ func TestOpenEnvTransportCarriesEveryRequest(t *testing.T) {
 	}{
 		{"put if absent", 1, func() (err error) { obj, err = st.PutIfAbsent(ctx, "k", []byte("v")); return err }},
 		{"put if match", 1, func() (err error) { obj, err = st.PutIfMatch(ctx, "k", []byte("w"), obj.ETag); return err }},
-		{"get", 1, func() error { _, _, err := st.Get(ctx, "k"); return err }},
+		{"get", 1, func() error { _, _, err := st.Get(ctx, "k", 1<<20); return err }},
 		{"head", 1, func() error { _, err := st.Head(ctx, "k"); return err }},
 		{"list", 1, func() error { return st.List(ctx, "", func(objstore.Page) error { return nil }) }},
 		{"delete if match", 1, func() error { return st.DeleteIfMatch(ctx, "k", obj.ETag) }},

@@ -214,7 +214,7 @@ func TestWireGet(t *testing.T) {
 				w.Header().Set("Last-Modified", modified.Format(http.TimeFormat))
 				fmt.Fprint(w, "hello")
 			})
-			body, obj, err := st.Get(t.Context(), "k")
+			body, obj, err := st.Get(t.Context(), "k", 1<<20)
 			reqs := f.requests()
 			require.Len(t, reqs, 1)
 			require.Equal(t, "/storage/v1/b/bkt/o/root%2Fk", reqs[0].Path)

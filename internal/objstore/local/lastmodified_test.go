@@ -25,7 +25,7 @@ func TestLastModifiedIsLaterOfMtimeAndCtime(t *testing.T) {
 
 	head, err := s.Head(t.Context(), "t.lance/data/old.lance")
 	require.NoError(t, err)
-	_, got, err := s.Get(t.Context(), "t.lance/data/old.lance")
+	_, got, err := s.Get(t.Context(), "t.lance/data/old.lance", 1<<20)
 	require.NoError(t, err)
 	walked := walkObjects(t, s, "t.lance/")
 	require.Len(t, walked, 1)

@@ -17,8 +17,11 @@ import (
 // that is a symbolic link, a fifo, a socket or a device exists but is never
 // read, and Get returns an error that is not objstore.ErrNotFound, so a
 // caller fails closed. A directory is a prefix: ErrNotFound.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	if err := checkKey(ctx, key); err != nil {
+		return nil, objstore.Object{}, err
+	}
+	if err := objstore.CheckLimit(key, limit); err != nil {
 		return nil, objstore.Object{}, err
 	}
 	fd, err := s.openObject(key)
@@ -32,6 +35,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, e
 	}
 	if !isRegular(&st) { // replaced since openObject's lstat
 		return nil, objstore.Object{}, notRegularError("get", key)
+	}
+	if st.Size > limit {
+		return nil, objstore.Object{}, &objstore.TooLargeError{Key: key, Size: st.Size, Limit: limit}
 	}
 	body := make([]byte, st.Size)
 	if err := readFull(fd, body); err != nil {

@@ -25,7 +25,7 @@ func TestBackendsOpenFreshSharedRoots(t *testing.T) {
 		require.Empty(t, storeKeys(t, s), "a fresh root is empty")
 		_, err := s.Put(t.Context(), "t.lance/_versions/1.manifest", []byte("m"))
 		require.NoError(t, err)
-		body, _, err := r.Open(t).Get(t.Context(), "t.lance/_versions/1.manifest")
+		body, _, err := r.Open(t).Get(t.Context(), "t.lance/_versions/1.manifest", 1<<20)
 		require.NoError(t, err)
 		require.Equal(t, "m", string(body))
 		require.Empty(t, storeKeys(t, b.NewRoot(t).Open(t)), "each root is a root of its own")

@@ -141,8 +141,8 @@ func (c *ClockStore) PutIfMatch(ctx context.Context, key string, body []byte, et
 }
 
 // Get shifts LastModified of objects written through the wrapper.
-func (c *ClockStore) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
-	body, obj, err := c.Store.Get(ctx, key)
+func (c *ClockStore) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
+	body, obj, err := c.Store.Get(ctx, key, limit)
 	return body, c.shift(obj), err
 }
 

@@ -19,11 +19,11 @@ type FailKeys struct {
 func (f *FailKeys) Unwrap() objstore.Store { return f.Store }
 
 // Get fails for a listed key.
-func (f *FailKeys) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (f *FailKeys) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	if err := f.Fail[key]; err != nil {
 		return nil, objstore.Object{}, err
 	}
-	return f.Store.Get(ctx, key)
+	return f.Store.Get(ctx, key, limit)
 }
 
 // PutIfAbsent fails for a listed key.

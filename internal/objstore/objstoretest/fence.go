@@ -66,7 +66,7 @@ func testFenceRefuses(t *testing.T, s objstore.Store, _ config) {
 	requireBody(t, s, "t/b", "b")
 	requireMissing(t, s, "t/new")
 	// Reads are never fenced.
-	_, _, err := s.Get(ctx, "t/a")
+	_, _, err := s.Get(ctx, "t/a", 1<<20)
 	require.NoError(t, err, "get under a refusing fence")
 	_, err = s.Head(ctx, "t/a")
 	require.NoError(t, err, "head under a refusing fence")

@@ -21,7 +21,7 @@ func testInvalidKeys(t *testing.T, s objstore.Store, _ config) {
 	obj := put(t, s, "a/b", "v")
 	for _, key := range invalidKeys {
 		ops := map[string]func() error{
-			"get":             func() error { _, _, err := s.Get(ctx, key); return err },
+			"get":             func() error { _, _, err := s.Get(ctx, key, 1<<20); return err },
 			"head":            func() error { _, err := s.Head(ctx, key); return err },
 			"put":             func() error { _, err := s.Put(ctx, key, []byte("x")); return err },
 			"put if absent":   func() error { _, err := s.PutIfAbsent(ctx, key, []byte("x")); return err },

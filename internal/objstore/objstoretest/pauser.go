@@ -185,11 +185,11 @@ func (p *Pauser) Head(ctx context.Context, key string) (objstore.Object, error) 
 }
 
 // Get may freeze before the read reaches the store.
-func (p *Pauser) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (p *Pauser) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	if err := p.take(OpGet, key).wait(context.WithoutCancel(ctx)); err != nil {
 		return nil, objstore.Object{}, err
 	}
-	return p.Store.Get(ctx, key)
+	return p.Store.Get(ctx, key, limit)
 }
 
 // Walk may freeze before it starts, or after its first page, before the

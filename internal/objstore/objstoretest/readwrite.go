@@ -3,6 +3,7 @@ package objstoretest
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 var readWriteClauses = []clause{
 	{"GetHeadMissing", testGetHeadMissing},
 	{"GetReturnsObject", testGetReturnsObject},
+	{"GetLimit", testGetLimit},
 	{"PutOverwrites", testPutOverwrites},
 	{"PutCreatesParents", testPutCreatesParents},
 	{"PutEmptyBody", testPutEmptyBody},
@@ -26,7 +28,7 @@ func testGetHeadMissing(t *testing.T, s objstore.Store, _ config) {
 	put(t, s, "file", "x")
 	put(t, s, "dir/x", "x")
 	for _, key := range []string{"missing", "missing/deeper", "file/child", "file.x", "dir", "di"} {
-		_, _, err := s.Get(t.Context(), key)
+		_, _, err := s.Get(t.Context(), key, 1<<20)
 		require.ErrorIs(t, err, objstore.ErrNotFound, "get %s: got %v, want ErrNotFound", key, err)
 		_, err = s.Head(t.Context(), key)
 		require.ErrorIs(t, err, objstore.ErrNotFound, "head %s: got %v, want ErrNotFound", key, err)
@@ -53,6 +55,29 @@ func testGetReturnsObject(t *testing.T, s objstore.Store, _ config) {
 	require.Equal(t, got.Size, head.Size, "head size: got/want (get)")
 	require.Equal(t, "dir/obj", head.Key, "head key: got/want")
 	requireRecent(t, start, head.LastModified, "dir/obj")
+}
+
+func testGetLimit(t *testing.T, s objstore.Store, _ config) {
+	body := strings.Repeat("x", 100)
+	put(t, s, "dir/big", body)
+	got, _, err := s.Get(t.Context(), "dir/big", 100)
+	require.NoError(t, err, "get at exactly its size")
+	require.Equal(t, body, string(got))
+
+	_, _, err = s.Get(t.Context(), "dir/big", 99)
+	require.ErrorIs(t, err, objstore.ErrTooLarge, "get one byte over the limit")
+	var tl *objstore.TooLargeError
+	require.ErrorAs(t, err, &tl)
+	require.Equal(t, int64(99), tl.Limit)
+	require.Contains(t, []int64{100, -1}, tl.Size, "the size, when the store said it")
+	require.Contains(t, err.Error(), "dir/big", "the error names the key")
+
+	for _, limit := range []int64{0, -1} {
+		_, _, err = s.Get(t.Context(), "dir/big", limit)
+		require.Error(t, err, "limit %d", limit)
+		require.NotErrorIs(t, err, objstore.ErrTooLarge, "a bad limit is the caller's error, limit %d", limit)
+		require.NotErrorIs(t, err, objstore.ErrNotFound, "limit %d", limit)
+	}
 }
 
 func testPutOverwrites(t *testing.T, s objstore.Store, _ config) {
@@ -98,7 +123,7 @@ func testPutAtomic(t *testing.T, s objstore.Store, _ config) {
 	for range 3 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				got, _, err := s.Get(ctx, "atomic")
+				got, _, err := s.Get(ctx, "atomic", 1<<20)
 				if err != nil {
 					if ctx.Err() == nil {
 						bad <- "get: " + err.Error()
@@ -137,7 +162,7 @@ func testCancelledContext(t *testing.T, s objstore.Store, _ config) {
 		t.Helper()
 		require.ErrorIs(t, err, context.Canceled, "%s on cancelled context: got %v", op, err)
 	}
-	_, _, err := s.Get(ctx, "k")
+	_, _, err := s.Get(ctx, "k", 1<<20)
 	check("get", err)
 	_, err = s.Head(ctx, "k")
 	check("head", err)

@@ -123,7 +123,7 @@ func put(t *testing.T, s objstore.Store, key, body string) objstore.Object {
 // requireBody checks that key holds want.
 func requireBody(t *testing.T, s objstore.Store, key, want string) objstore.Object {
 	t.Helper()
-	got, obj, err := s.Get(t.Context(), key)
+	got, obj, err := s.Get(t.Context(), key, 1<<20)
 	require.NoError(t, err, "get %s", key)
 	require.Equal(t, want, string(got), "body of %s: got/want", key)
 	return obj

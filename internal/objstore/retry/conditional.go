@@ -69,11 +69,12 @@ func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) erro
 // reconcilePut decides whether a conditional put that conflicted on a retry
 // had in fact landed on an earlier attempt.
 func (s *Store) reconcilePut(ctx context.Context, op, key string, body []byte, conflict error) (objstore.Object, error) {
-	stored, obj, err := s.Get(ctx, key)
+	// Larger than body, the stored object cannot be ours: not read.
+	stored, obj, err := s.Get(ctx, key, max(int64(len(body)), 1))
 	switch {
 	case err == nil && bytes.Equal(stored, body):
 		return obj, nil
-	case err == nil, errors.Is(err, objstore.ErrNotFound):
+	case err == nil, errors.Is(err, objstore.ErrNotFound), errors.Is(err, objstore.ErrTooLarge):
 		return objstore.Object{}, conflict
 	default:
 		return objstore.Object{}, fmt.Errorf("%s %q: outcome unknown after a retried attempt: re-read: %w", op, key, err)

@@ -24,7 +24,7 @@ func TestPutIfAbsentLanded(t *testing.T) {
 	obj, err := s.PutIfAbsent(t.Context(), "k", []byte("ours"))
 	require.NoError(t, err, "our write landed on the first attempt")
 	require.Equal(t, 2, f.count("put if absent"), "attempts: got/want")
-	_, stored, err := m.Get(t.Context(), "k")
+	_, stored, err := m.Get(t.Context(), "k", 1<<20)
 	require.NoError(t, err)
 	require.Equal(t, stored, obj, "returned object: got/want the stored one")
 }
@@ -35,7 +35,7 @@ func TestPutIfMatchLanded(t *testing.T) {
 	require.NoError(t, err)
 	obj, err := s.PutIfMatch(t.Context(), "k", []byte("v2"), old.ETag)
 	require.NoError(t, err, "our write landed on the first attempt")
-	body, stored, err := m.Get(t.Context(), "k")
+	body, stored, err := m.Get(t.Context(), "k", 1<<20)
 	require.NoError(t, err)
 	require.Equal(t, "v2", string(body))
 	require.Equal(t, stored, obj, "returned object: got/want the stored one")
@@ -82,7 +82,7 @@ func TestConditionalPutLostToRival(t *testing.T) {
 	_, err = s.PutIfMatch(t.Context(), "b", []byte("ours"), old.ETag)
 	require.ErrorIs(t, err, objstore.ErrPrecondition, "another writer won")
 	require.Equal(t, 3, f.count("get"), "one re-read per conflict (the first re-read retried once)")
-	body, _, err := m.Get(t.Context(), "b")
+	body, _, err := m.Get(t.Context(), "b", 1<<20)
 	require.NoError(t, err)
 	require.Equal(t, "theirs", string(body))
 }
@@ -102,7 +102,7 @@ func TestFirstAttemptConflictNotReread(t *testing.T) {
 // failingReread: the conflict re-read fails, so the outcome is unknown.
 type failingReread struct{ *flaky }
 
-func (f failingReread) Get(context.Context, string) ([]byte, objstore.Object, error) {
+func (f failingReread) Get(context.Context, string, int64) ([]byte, objstore.Object, error) {
 	return nil, objstore.Object{}, errPermanent
 }
 

@@ -54,11 +54,11 @@ func (f *flaky) count(op string) int {
 	return f.calls[op]
 }
 
-func (f *flaky) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (f *flaky) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	if err := f.fail("get"); err != nil {
 		return nil, objstore.Object{}, err
 	}
-	return f.Store.Get(ctx, key)
+	return f.Store.Get(ctx, key, limit)
 }
 
 func (f *flaky) Put(ctx context.Context, key string, body []byte) (objstore.Object, error) {

@@ -176,7 +176,7 @@ func TestUnpacedKeysBypassPacer(t *testing.T) {
 	require.NoError(t, err)
 	obj, err = s.PutIfMatch(ctx, "t.reaper-lock", []byte("renewed"), obj.ETag)
 	require.NoError(t, err)
-	_, _, err = s.Get(ctx, "t.reaper-lock")
+	_, _, err = s.Get(ctx, "t.reaper-lock", 1<<20)
 	require.NoError(t, err)
 	require.NoError(t, s.DeleteIfMatch(ctx, "t.reaper-lock", obj.ETag))
 	require.Empty(t, clk.Waits(), "unpaced (lock) traffic never waits on the pacer")

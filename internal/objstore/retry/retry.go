@@ -129,11 +129,11 @@ func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context)
 }
 
 // Get retries transient failures.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	var body []byte
 	var obj objstore.Object
 	_, err := s.do(ctx, "get", key, func(ctx context.Context) (err error) {
-		body, obj, err = s.inner.Get(ctx, key)
+		body, obj, err = s.inner.Get(ctx, key, limit)
 		return err
 	})
 	return body, obj, err

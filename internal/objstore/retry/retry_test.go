@@ -139,7 +139,7 @@ func TestMaxElapsed(t *testing.T) {
 	opts.MaxElapsed = time.Second
 	s := Wrap(f, opts)
 
-	_, _, err := s.Get(t.Context(), "k")
+	_, _, err := s.Get(t.Context(), "k", 1<<20)
 	require.ErrorIs(t, err, errTransient)
 	require.ErrorContains(t, err, "gave up after")
 	var total time.Duration
@@ -161,7 +161,7 @@ func TestMaxElapsedCountsRequestTime(t *testing.T) {
 	// requests spend it.
 	opts.IsTransient = func(err error) bool { clk.Advance(600 * time.Millisecond); return isTestTransient(err) }
 	s := Wrap(f, opts)
-	_, _, err := s.Get(t.Context(), "k")
+	_, _, err := s.Get(t.Context(), "k", 1<<20)
 	require.ErrorIs(t, err, errTransient)
 	require.Equal(t, 3, f.count("get"), "attempts: got/want")
 }
@@ -190,7 +190,7 @@ func TestErrorsAfterRetriesKeepSentinels(t *testing.T) {
 	clk := newFakeTime()
 	f := newFlaky(objstore.NewMemory(), 1)
 	s := Wrap(f, testOptions(clk))
-	_, _, err := s.Get(t.Context(), "missing")
+	_, _, err := s.Get(t.Context(), "missing", 1<<20)
 	require.ErrorIs(t, err, objstore.ErrNotFound)
 	require.Equal(t, 2, f.count("get"))
 }

@@ -33,7 +33,7 @@ func TestWireMisconfigured(t *testing.T) {
 				}
 				s3Error(w, tc.status, tc.code)
 			})
-			_, _, err := st.Get(t.Context(), "k")
+			_, _, err := st.Get(t.Context(), "k", 1<<20)
 			require.EqualError(t, err, tc.want)
 			require.ErrorIs(t, err, objstore.ErrMisconfigured)
 			var me *objstore.MisconfiguredError

@@ -8,7 +8,7 @@ package s3
 import (
 	"context"
 	"fmt"
-	"io"
+
 	"strings"
 	"time"
 
@@ -167,9 +167,12 @@ func (s *Store) abs(key string) (*string, error) {
 	return aws.String(s.root + key), nil
 }
 
-// Get reads a whole object.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, error) {
+// Get reads a whole object of at most limit bytes.
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	k, err := s.abs(key)
+	if err == nil {
+		err = objstore.CheckLimit(key, limit)
+	}
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
@@ -178,7 +181,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, objstore.Object, e
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, mapError(err))
 	}
 	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
+	body, err := objstore.ReadLimited(out.Body, key, aws.ToInt64(out.ContentLength), limit)
 	if err != nil {
 		return nil, objstore.Object{}, fmt.Errorf("read %s: %w", key, err)
 	}

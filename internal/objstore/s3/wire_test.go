@@ -321,7 +321,7 @@ func TestWireErrorMapping(t *testing.T) {
 		{502, "BadGateway", false, true, false},
 	} {
 		st, _, _ := newWireStore(t, func(w http.ResponseWriter, r wireReq) { s3Error(w, tc.status, tc.code) })
-		_, _, err := st.Get(t.Context(), "k")
+		_, _, err := st.Get(t.Context(), "k", 1<<20)
 		require.Error(t, err)
 		require.Equal(t, tc.notFound, errors.Is(err, objstore.ErrNotFound), "%d %s not found: got %v", tc.status, tc.code, err)
 		require.Equal(t, tc.transient, s3.IsTransient(err), "%d %s transient", tc.status, tc.code)
