@@ -11,14 +11,16 @@ import (
 
 // guardReads is how many reads the safety protocol's guard sends before
 // the commit, before every batch of deletes and before the marker delete
-// (docs/PROTOCOL.md): lease, hold, PAUSE, marker and commit.
-const guardReads = 5
+// (docs/PROTOCOL.md): lease, hold (the object and the folder form), PAUSE
+// (the switch and the _reaper entry it could hide behind), marker and
+// commit.
+const guardReads = 7
 
 // fixedRequests is a purged table's requests outside the walk, the deletes
 // and the guard: the plan's marker read, the lease PUT, the marker, commit
-// and hold reads under the lease, the commit PUT, the verify listing, and
+// and hold reads (object and folder) under the lease, the commit PUT, the verify listing, and
 // the commit, marker and lease DELETEs.
-const fixedRequests = 10
+const fixedRequests = 11
 
 // s3Predicted is the requests the guard's formula predicts for one purged
 // S3 table of n objects in batches of 1000, renewals aside.

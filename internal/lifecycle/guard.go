@@ -113,8 +113,36 @@ func (g *guard) same(ctx context.Context, key, etag, what string) error {
 // Paused reports why the root's pause switch is on ("" when it is off): an
 // object named _reaper/PAUSE, or a folder _reaper/PAUSE/ holding anything
 // (an S3 console folder is an object "_reaper/PAUSE/"; on a local disk a
-// directory, even an empty one). It costs one listing.
+// directory, even an empty one). The switch fails closed: an object at
+// _reaper itself (a file, or a symbolic link to a switch folder shared by
+// several roots, which a local root never follows) hides the switch, so it
+// reads as paused, and an error reading either is returned (callers treat
+// it as paused). It costs one listing and one HEAD, sent together.
 func (ns *Namespace) Paused(ctx context.Context) (string, error) {
+	var (
+		wg      sync.WaitGroup
+		why     string
+		listErr error
+		headErr error
+	)
+	wg.Go(func() { why, listErr = ns.pauseSwitch(ctx) })
+	wg.Go(func() { _, headErr = ns.store.Head(ctx, pauseDir) })
+	wg.Wait()
+	switch {
+	case why != "":
+		return why, nil
+	case headErr == nil:
+		return fmt.Sprintf("paused: %s in the root is a file or a symbolic link, not a folder, so the switch %s cannot be read through it; remove it or make it a folder to resume", pauseDir, PauseKey), nil
+	case listErr != nil:
+		return "", listErr
+	case !errors.Is(headErr, objstore.ErrNotFound):
+		return "", fmt.Errorf("read %s: %w", pauseDir, headErr)
+	}
+	return "", nil
+}
+
+// pauseSwitch lists the switch itself: its object or folder form.
+func (ns *Namespace) pauseSwitch(ctx context.Context) (string, error) {
 	var why string
 	err := ns.store.List(ctx, PauseKey, func(p objstore.Page) error {
 		for _, o := range p.Objects {

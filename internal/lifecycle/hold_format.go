@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -27,6 +28,11 @@ type Hold struct {
 	Reason   string `json:"reason"`
 	HeldBy   string `json:"held_by"`
 	HeldAtMs int64  `json:"held_at_ms"`
+	// Folder: the hold is a folder <name>.reaper-hold/ (mkdir on a local
+	// disk, "Create folder" in a console, or any object under that name),
+	// not an object of reaper's; it holds all the same, and is removed by
+	// hand.
+	Folder bool `json:"-"`
 }
 
 // parseHold reads a hold body. A body that does not parse still holds: a
@@ -40,7 +46,8 @@ func parseHold(body []byte) Hold {
 }
 
 // PlaceHold puts a legal hold on a table that has data or a marker. An
-// existing hold is kept as it is (ErrHeld), so its reason and date survive.
+// existing hold, in any form, is kept as it is (ErrHeld), so its reason
+// and date survive.
 func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, error) {
 	if err := ValidateName(name); err != nil {
 		return Hold{}, err
@@ -48,6 +55,11 @@ func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, 
 	ctx = withTable(ctx, name)
 	if reason == "" {
 		return Hold{}, fmt.Errorf("hold %q: a reason is required (for example a ticket or case number)", name)
+	}
+	if h, err := ns.readHold(ctx, name); err != nil {
+		return Hold{}, fmt.Errorf("hold %q: %w", name, err)
+	} else if h != nil {
+		return Hold{}, fmt.Errorf("hold %q: %w already (%s)", name, ErrHeld, h.Reason)
 	}
 	exists, err := ns.hasData(ctx, name)
 	if err != nil {
@@ -80,6 +92,15 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 		return err
 	}
 	ctx = withTable(ctx, name)
+	h, err := ns.readHold(ctx, name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("release hold on %q: %w", name, err)
+	case h == nil:
+		return fmt.Errorf("release hold on %q: %w: the table has no legal hold", name, ErrNotFound)
+	case h.Folder:
+		return fmt.Errorf("release hold on %q: %s; reaper did not write it and does not remove it", name, h.Reason)
+	}
 	obj, err := ns.store.Head(ctx, HoldKey(name))
 	if errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("release hold on %q: %w: the table has no legal hold", name, ErrNotFound)
@@ -94,21 +115,49 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 	return nil
 }
 
-// readHold returns the table's hold, or nil without one.
+// readHold returns the table's hold, or nil without one. A hold is the
+// object <name>.reaper-hold or a folder of that name: on a local disk a
+// directory (even empty, which the object read reports as a folder); in an
+// object store a console's folder object "<name>.reaper-hold/" or any
+// object under it (which the listing finds). The read and the listing go
+// out together, one request each. A hold that cannot be read fails closed:
+// an oversized one holds, any other error is returned.
 func (ns *Namespace) readHold(ctx context.Context, name string) (*Hold, error) {
-	body, _, err := ns.store.Get(ctx, HoldKey(name), MaxControlBytes)
-	if errors.Is(err, objstore.ErrNotFound) {
-		return nil, nil
+	key := HoldKey(name)
+	var (
+		wg              sync.WaitGroup
+		body            []byte
+		getErr, listErr error
+		folder          bool
+	)
+	wg.Go(func() { body, _, getErr = ns.store.Get(ctx, key, MaxControlBytes) })
+	wg.Go(func() {
+		listErr = ns.store.List(ctx, key+"/", func(p objstore.Page) error {
+			if len(p.Objects)+len(p.Prefixes) > 0 {
+				folder = true
+				return errStop
+			}
+			return nil
+		})
+		if errors.Is(listErr, errStop) {
+			listErr = nil
+		}
+	})
+	wg.Wait()
+	switch {
+	case getErr == nil:
+		h := parseHold(body)
+		return &h, nil
+	case folder || errors.Is(getErr, objstore.ErrIsFolder):
+		return &Hold{Folder: true, Reason: fmt.Sprintf("held by the folder %s/; remove the folder to release it", key)}, nil
+	case errors.Is(getErr, objstore.ErrTooLarge):
+		return &Hold{Reason: fmt.Sprintf("unreadable hold (%v); it still blocks purges", getErr)}, nil
+	case !errors.Is(getErr, objstore.ErrNotFound):
+		return nil, fmt.Errorf("read hold %s: %w", key, getErr)
+	case listErr != nil:
+		return nil, fmt.Errorf("read hold %s/: %w", key, listErr)
 	}
-	if errors.Is(err, objstore.ErrTooLarge) {
-		// Fails closed: whatever it is, it holds.
-		return &Hold{Reason: fmt.Sprintf("unreadable hold (%v); it still blocks purges", err)}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read hold %s: %w", HoldKey(name), err)
-	}
-	h := parseHold(body)
-	return &h, nil
+	return nil, nil
 }
 
 // heldError explains a blocked purge.

@@ -46,8 +46,11 @@ func NewListing(prefix string) *Listing {
 // Add records one page of the listing.
 func (l *Listing) Add(p objstore.Page) {
 	for _, pre := range p.Prefixes {
-		if name, kind := classifyPrefix(strings.TrimPrefix(pre, l.prefix)); kind == entryTable {
+		switch name, kind := classifyPrefix(strings.TrimPrefix(pre, l.prefix)); kind {
+		case entryTable:
 			l.entry(name).data = true
+		case entryHold:
+			l.entry(name).hold = true
 		}
 	}
 	for _, o := range p.Objects {

@@ -22,8 +22,11 @@ const (
 	CommitSuffix = ".reaper-purge"
 	// PauseKey is the per-root pause switch: while an object of that name,
 	// or any object under "_reaper/PAUSE/" (a folder), exists, nothing is
-	// purged on the root.
-	PauseKey = "_reaper/PAUSE"
+	// purged on the root. An object at pauseDir itself (a file, or on a
+	// local disk a symbolic link to a shared switch folder) hides the
+	// switch, so it counts as set: the switch fails closed.
+	PauseKey = pauseDir + "/PAUSE"
+	pauseDir = "_reaper"
 	// versionsDir holds a table's manifests; deleting them first makes the
 	// table unopenable before anything else goes.
 	versionsDir = "_versions"
@@ -114,10 +117,16 @@ func classifyObject(key string) (string, entryKind) {
 	return "", entryOther
 }
 
-// classifyPrefix maps a root-level prefix ("x.lance/") to a table name.
-// "__manifest/" and anything without the suffix are not tables.
+// classifyPrefix maps a root-level prefix to a table name: "x.lance/" is
+// the table's data, "x.reaper-hold/" a legal hold in folder form (mkdir,
+// or a console's "Create folder"). "__manifest/" and anything else are not
+// tables.
 func classifyPrefix(prefix string) (string, entryKind) {
-	name, ok := strings.CutSuffix(strings.TrimSuffix(prefix, "/"), TableSuffix)
+	dir := strings.TrimSuffix(prefix, "/")
+	if name, ok := strings.CutSuffix(dir, HoldSuffix); ok && ValidateName(name) == nil {
+		return name, entryHold
+	}
+	name, ok := strings.CutSuffix(dir, TableSuffix)
 	if !ok || ValidateName(name) != nil {
 		return "", entryOther
 	}

@@ -72,6 +72,10 @@ func TestClassify(t *testing.T) {
 		{"x.lance.lance/", "x.lance", entryTable},
 		{"__manifest/", "", entryOther},
 		{"_reaper/", "", entryOther},
+		{"t.reaper-hold/", "t", entryHold},
+		{"a.b.reaper-hold/", "a.b", entryHold},
+		{"t.reaper-hold.lance/", "t.reaper-hold", entryTable},
+		{".reaper-hold/", "", entryOther},
 		{".lance/", "", entryOther},
 		{"0a1b2c3d_ns$tbl/", "", entryOther},
 	} {

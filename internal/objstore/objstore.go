@@ -35,6 +35,10 @@ var (
 	// ErrTooLarge: Get found the object larger than the caller's limit and
 	// did not read it (a *TooLargeError says how large).
 	ErrTooLarge = errors.New("object larger than the read limit")
+	// ErrIsFolder: the key names a folder, not an object. Only stores that
+	// can tell in the same request (local: a directory, even an empty one)
+	// say so, and always together with ErrNotFound.
+	ErrIsFolder = errors.New("the key names a folder")
 )
 
 // Object describes one stored object.
@@ -79,7 +83,11 @@ type Page struct {
 //     entries and streams larger ones in directory order (holding a million
 //     names to sort them would defeat streaming); it never retries a walk.
 //   - If fn returns an error, List and Walk stop and return it unchanged.
-//   - Get and Head return ErrNotFound for a missing key.
+//   - Get and Head return ErrNotFound for a missing key. For a key that
+//     names a folder they return ErrNotFound too; a store that can tell
+//     without another request (local: a directory, even an empty one)
+//     also wraps ErrIsFolder, so a switch set by creating a folder (a
+//     legal hold made with mkdir) is never read as absent.
 //   - Get reads at most limit bytes (limit > 0): a larger object is not
 //     read, and the error wraps ErrTooLarge. Every caller states how large
 //     an object it expects, so a huge or hostile object (a multi-GB marker)

@@ -166,6 +166,9 @@ func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objst
 		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, mapError(err))
 	}
 	defer resp.Body.Close()
+	if isFolder(resp.Metadata) {
+		return nil, objstore.Object{}, folderError("get", key)
+	}
 	size := int64(-1)
 	if resp.ContentLength != nil {
 		size = *resp.ContentLength
@@ -191,6 +194,9 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Object, error) {
 	resp, err := s.client.NewBlobClient(n).GetProperties(ctx, nil)
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("head %s: %w", key, mapError(err))
+	}
+	if isFolder(resp.Metadata) {
+		return objstore.Object{}, folderError("head", key)
 	}
 	return objstore.Object{
 		Key:          key,
@@ -220,4 +226,22 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// isFolder reports a hierarchical-namespace (ADLS Gen2) directory: a blob
+// carrying the metadata hdi_isfolder=true. It is a folder, not an object:
+// read as an object, a directory named like a switch would read as set
+// (or a folder-form hold as its empty body).
+func isFolder(md map[string]*string) bool {
+	for k, v := range md {
+		if strings.EqualFold(k, "hdi_isfolder") && v != nil && strings.EqualFold(*v, "true") {
+			return true
+		}
+	}
+	return false
+}
+
+// folderError is Get's and Head's answer for a directory blob.
+func folderError(action, key string) error {
+	return fmt.Errorf("%s %s: %w (%w)", action, key, objstore.ErrNotFound, objstore.ErrIsFolder)
 }

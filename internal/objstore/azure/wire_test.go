@@ -195,3 +195,39 @@ func TestErrorClasses(t *testing.T) {
 		require.Equal(t, tc.throttle, azure.IsThrottle(tc.err), "%s throttle: got/want", tc.name)
 	}
 }
+
+// folderMeta marks the answers for one blob as an ADLS Gen2 directory
+// (x-ms-meta-hdi_isfolder: true), as a hierarchical-namespace account
+// answers for a directory; Azurite does not emulate those accounts.
+type folderMeta struct{ name string }
+
+func (f folderMeta) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if resp != nil && strings.HasSuffix(req.URL.Path, "/"+f.name) {
+		resp.Header.Set("x-ms-meta-hdi_isfolder", "true")
+	}
+	return resp, err
+}
+
+// A directory blob is a folder, never an object: Get and Head answer not
+// found and say folder, so a folder-form hold holds and a directory
+// _reaper does not read as a PAUSE object.
+func TestDirectoryBlobIsAFolder(t *testing.T) {
+	srv := objstoretest.Azure(t)
+	loc, err := objstore.ParseLocation(srv.URI("db"))
+	require.NoError(t, err)
+	plain, err := azure.Open(t.Context(), loc, srv.Options())
+	require.NoError(t, err)
+	_, err = plain.Put(t.Context(), "t.reaper-hold", nil)
+	require.NoError(t, err)
+	st, err := azure.Open(t.Context(), loc, srv.Options(), azure.WithTransport(folderMeta{name: "t.reaper-hold"}))
+	require.NoError(t, err)
+	_, _, err = st.Get(t.Context(), "t.reaper-hold", 1<<10)
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	require.ErrorIs(t, err, objstore.ErrIsFolder)
+	_, err = st.Head(t.Context(), "t.reaper-hold")
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	require.ErrorIs(t, err, objstore.ErrIsFolder)
+	_, err = plain.Head(t.Context(), "t.reaper-hold")
+	require.NoError(t, err, "without the metadata it is an object")
+}

@@ -62,7 +62,7 @@ func (s *Store) openObject(key string) (int, error) {
 	case err != nil:
 		return -1, mapErr("get", key, err)
 	case isDir(&st): // a directory is a prefix, not an object
-		return -1, fmt.Errorf("get %s: %w", key, objstore.ErrNotFound)
+		return -1, fmt.Errorf("get %s: %w (%w)", key, objstore.ErrNotFound, objstore.ErrIsFolder)
 	case !isRegular(&st):
 		return -1, notRegularError("get", key)
 	}
@@ -117,7 +117,7 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Object, error) {
 		return objstore.Object{}, mapErr("head", key, err)
 	}
 	if isDir(&st) {
-		return objstore.Object{}, fmt.Errorf("head %s: %w", key, objstore.ErrNotFound)
+		return objstore.Object{}, fmt.Errorf("head %s: %w (%w)", key, objstore.ErrNotFound, objstore.ErrIsFolder)
 	}
 	return objectOf(key, &st), nil
 }

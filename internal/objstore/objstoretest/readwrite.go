@@ -3,6 +3,7 @@ package objstoretest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +31,15 @@ func testGetHeadMissing(t *testing.T, s objstore.Store, _ config) {
 	for _, key := range []string{"missing", "missing/deeper", "file/child", "file.x", "dir", "di"} {
 		_, _, err := s.Get(t.Context(), key, 1<<20)
 		require.ErrorIs(t, err, objstore.ErrNotFound, "get %s: got %v, want ErrNotFound", key, err)
+		getErr := err
 		_, err = s.Head(t.Context(), key)
 		require.ErrorIs(t, err, objstore.ErrNotFound, "head %s: got %v, want ErrNotFound", key, err)
+		if key != "dir" {
+			require.NotErrorIs(t, getErr, objstore.ErrIsFolder, "get %s is no folder", key)
+			require.NotErrorIs(t, err, objstore.ErrIsFolder, "head %s is no folder", key)
+		} else if errors.Is(getErr, objstore.ErrIsFolder) {
+			require.ErrorIs(t, err, objstore.ErrIsFolder, "a store that tells Get a folder tells Head too")
+		}
 	}
 }
 
