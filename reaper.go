@@ -90,6 +90,7 @@ const (
 	StateSoftDeleted     = lifecycle.StateSoftDeleted
 	StatePurging         = lifecycle.StatePurging
 	StatePartiallyPurged = lifecycle.StatePartiallyPurged
+	StateStuck           = lifecycle.StateStuck
 	StateNotATable       = lifecycle.StateNotATable
 	StateOrphanMarker    = lifecycle.StateOrphanMarker
 	StateInvalidMarker   = lifecycle.StateInvalidMarker

@@ -127,7 +127,7 @@ func holdMessage(ctx context.Context, ns *reaper.Namespace, name, reason string)
 	switch st[0].State {
 	case reaper.StatePurging:
 		return msg + "; a purge holds its lease now: it stops before its next batch of deletes, and a batch already sent still lands"
-	case reaper.StatePartiallyPurged:
+	case reaper.StatePartiallyPurged, reaper.StateStuck:
 		return msg + "; a purge already deleted part of it (partially purged): what is left is kept"
 	}
 	return msg

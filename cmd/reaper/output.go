@@ -117,7 +117,7 @@ func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string
 		notes = append(notes, "never purged; fix the marker or remove it with 'reaper revive'")
 	case s.State == reaper.StateUnreadable:
 		notes = append(notes, "never purged while reaper cannot read it; check the store's permissions on that key")
-	case s.State == reaper.StateNotATable:
+	case s.State == reaper.StateNotATable, s.State == reaper.StateStuck:
 	case s.Marker == nil || s.FutureDated:
 	case s.Hold != nil:
 		notes = append(notes, "never purged until 'reaper release'")

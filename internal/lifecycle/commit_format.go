@@ -33,6 +33,12 @@ type Commit struct {
 	CommittedAtMs int64 `json:"committed_at_ms"`
 	// Marker is the committed marker's body, verbatim.
 	Marker string `json:"marker"`
+	// Stuck, when set, is why a purge under this commit could not finish
+	// and what a person must do (purge_stuck.go), StuckAtMs when it was
+	// recorded; status shows the table as stuck. The next purge tries
+	// again regardless.
+	Stuck     string `json:"stuck,omitempty"`
+	StuckAtMs int64  `json:"stuck_at_ms,omitempty"`
 }
 
 // Matches reports whether the commit was made against this marker body.

@@ -32,7 +32,29 @@ var (
 	ErrNotATable = errors.New("not a table")
 	// ErrLocked: another process holds the table's lifecycle lease.
 	ErrLocked = lock.ErrLocked
+	// ErrUndeletableKey: the table holds an object whose name reaper's
+	// stores refuse to delete (an empty, "." or ".." path segment, which
+	// S3, GCS and Azure accept): a purge refuses the table before its
+	// commit, naming the object.
+	ErrUndeletableKey = errors.New("object reaper cannot delete")
 )
+
+// UndeletableKeyError names the object a purge found it could not delete.
+type UndeletableKeyError struct {
+	Name string
+	Key  string
+	Err  error
+}
+
+func (e *UndeletableKeyError) Error() string {
+	return fmt.Sprintf("table %q %s; nothing was deleted: delete it by hand (the store accepts the name), then purge again", e.Name, e.reason())
+}
+
+func (e *UndeletableKeyError) reason() string {
+	return fmt.Sprintf("holds %q, which reaper cannot delete safely (%v)", e.Key, e.Err)
+}
+
+func (e *UndeletableKeyError) Is(target error) bool { return target == ErrUndeletableKey }
 
 // NotDueError says when a soft-deleted table becomes purgeable.
 type NotDueError struct {

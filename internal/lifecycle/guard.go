@@ -96,18 +96,31 @@ func (g *guard) check(ctx context.Context) error {
 	return nil
 }
 
-// same requires key to be the version read under the lease.
+// same requires key to be the version read under the lease. Before the
+// commit a change is a conflict: nothing was deleted. After it, the table is
+// partly gone, and a marker or commit removed or rewritten by hand is a
+// failure only a person can mend (purge_stuck.go).
 func (g *guard) same(ctx context.Context, key, etag, what string) error {
 	obj, err := g.ns.store.Head(ctx, key)
+	var change string
 	switch {
 	case errors.Is(err, objstore.ErrNotFound):
-		return &ConflictError{Name: g.name, Reason: fmt.Sprintf("the %s %s vanished during the purge (removed outside reaper's lease); it stopped before its next delete", what, key)}
+		change = fmt.Sprintf("the %s %s vanished during the purge (removed outside reaper's lease)", what, key)
 	case err != nil:
 		return fmt.Errorf("purge %q: re-check %s: %w", g.name, key, err)
 	case obj.ETag != etag:
-		return &ConflictError{Name: g.name, Reason: fmt.Sprintf("the %s %s changed during the purge (written outside reaper's lease); it stopped before its next delete", what, key)}
+		change = fmt.Sprintf("the %s %s changed during the purge (written outside reaper's lease)", what, key)
+	default:
+		return nil
 	}
-	return nil
+	if g.commitETag == "" {
+		return &ConflictError{Name: g.name, Reason: change + "; it stopped before its first delete"}
+	}
+	fix := fixMarker
+	if key == CommitKey(g.name) {
+		fix = fixCommit
+	}
+	return &StuckError{Name: g.name, Reason: change + "; it stopped before its next delete", Fix: fix}
 }
 
 // Paused reports why the root's pause switch is on ("" when it is off): an

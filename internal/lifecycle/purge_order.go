@@ -96,7 +96,8 @@ const (
 //     stop if a hold exists;
 //  3. identity fence: walk <name>.lance/ once (never following a link); any
 //     object modified after the drop means a writer that ignores our lock
-//     has been there: stop with a conflict, having touched nothing;
+//     has been there: stop with a conflict, having touched nothing; an
+//     object whose name the store cannot delete refuses the table too;
 //  4. guard (lease read back, marker unchanged, no hold, no PAUSE), then
 //     write the purge commit: from here the table can only be finished;
 //  5. delete the manifests first, then everything else, in batches of
@@ -107,6 +108,10 @@ const (
 //  7. remove the table's empty directories (local disks);
 //  8. guard, delete the commit, then the marker last (if unchanged);
 //  9. release the lease.
+//
+// Once the table is committed (step 4, or a commit found in step 2), what
+// stops the purge is no longer a skip: it is a StuckError, recorded in the
+// commit (purge_stuck.go).
 func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
 	res := PurgeResult{Name: name}
 	if err := ValidateName(name); err != nil {
@@ -168,6 +173,9 @@ func (ns *Namespace) dryRun(ctx context.Context, name string, m Marker, mobj obj
 		if err := fence(o); err != nil {
 			return err
 		}
+		if err := deletable(name, o.Key); err != nil {
+			return err
+		}
 		res.Objects++
 		res.Bytes += o.Size
 		return nil
@@ -178,8 +186,16 @@ func (ns *Namespace) dryRun(ctx context.Context, name string, m Marker, mobj obj
 
 // purgeUnderLease runs steps 2 to 8 under the lease; ctx is its fenced
 // context. planned* are the marker as read before the lease (body nil when
-// a plan only knew its ETag).
-func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, name string, plannedBody []byte, plannedObj objstore.Object, res PurgeResult, opts PurgeOptions) (PurgeResult, error) {
+// a plan only knew its ETag). A committed purge that cannot finish records
+// why in its commit (purge_stuck.go).
+func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, name string, plannedBody []byte, plannedObj objstore.Object, res PurgeResult, opts PurgeOptions) (_ PurgeResult, err error) {
+	var g *guard
+	defer func() {
+		var stuck *StuckError
+		if errors.As(err, &stuck) && g != nil {
+			ns.noteStuck(ctx, name, g.commitETag, stuck)
+		}
+	}()
 	log := ns.log.With("table", name)
 	// 2. The marker under the lease is the one every later step compares
 	// against; the due-ness is judged again with it.
@@ -218,8 +234,17 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		return res, fmt.Errorf("purge %q: %w", name, err)
 	}
 
+	// From here a purge that finds the table committed finishes it: a
+	// refusal is no longer a skip but a stuck table (purge_stuck.go).
+	g = &guard{ns: ns, name: name, lease: lease, markerETag: mobj.ETag}
+	if commit != nil {
+		g.commitETag = cobj.ETag
+	}
+
 	// 3. Identity fence, collecting keys: manifests in memory, the rest
 	// spilled, so nothing is deleted before every object has been checked.
+	// A key the store could not delete refuses the table here, before the
+	// commit, rather than at every batch after it.
 	fence := ns.fence(m, mobj)
 	manifests := newSpill(ns.opts.SpillDir)
 	defer manifests.close()
@@ -230,17 +255,22 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		if err := fence(o); err != nil {
 			return err
 		}
+		if err := deletable(name, o.Key); err != nil {
+			return err
+		}
 		if isManifest(strings.TrimPrefix(o.Key, dir)) {
 			return manifests.add(o.Key, o.Size)
 		}
 		return rest.add(o.Key, o.Size)
 	})
+	if err != nil && commit != nil {
+		err = stuckAfterCommit(name, err)
+	}
 	if err != nil {
 		return res, err
 	}
 
 	// 4. Guard, then commit.
-	g := &guard{ns: ns, name: name, lease: lease, markerETag: mobj.ETag}
 	if err := g.check(ctx); err != nil {
 		return res, err
 	}
@@ -253,7 +283,6 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	}
 	switch {
 	case commit != nil:
-		g.commitETag = cobj.ETag
 	case manifests.n+rest.n > 0:
 		info := lease.Info()
 		obj, err := ns.writeCommit(ctx, name, body, info.Owner, info.Generation)
@@ -306,6 +335,9 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 
 	// 6-7. Nothing of the table may be left.
 	if err := ns.finishTable(ctx, g, name, fence); err != nil {
+		if g.commitETag != "" {
+			err = stuckAfterCommit(name, err)
+		}
 		return res, err
 	}
 
@@ -411,6 +443,18 @@ func (ns *Namespace) markerGone(ctx context.Context, name string) bool {
 	return errors.Is(err, objstore.ErrNotFound)
 }
 
+// deletable refuses a key the stores would refuse to delete (an empty, "."
+// or ".." segment, which S3, GCS and Azure accept in names): found by the
+// walk, it stops the purge before its commit instead of making every batch
+// that holds it fail after the commit, when the table can no longer be
+// revived.
+func deletable(name, key string) error {
+	if err := objstore.ValidateKey(key); err != nil {
+		return &UndeletableKeyError{Name: name, Key: key, Err: err}
+	}
+	return nil
+}
+
 // lostOr returns the lease's loss instead of a conflict found under it when
 // the lease is lost: a holder paused past its deadline that finds the
 // marker gone, or new files in the table, finds them because another
@@ -419,7 +463,7 @@ func (ns *Namespace) markerGone(ctx context.Context, name string) bool {
 // is a skip.
 func lostOr(ctx context.Context, lease *lock.Lease, err error) error {
 	var conflict *ConflictError
-	if !errors.As(err, &conflict) {
+	if !errors.As(err, &conflict) && !errors.Is(err, ErrStuck) {
 		return err
 	}
 	if verr := lease.Verify(ctx); errors.Is(verr, lock.ErrLost) {

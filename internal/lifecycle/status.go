@@ -26,8 +26,14 @@ const (
 	// hold or PAUSE placed meanwhile). It cannot be revived; the next pass
 	// finishes it whatever its TTL.
 	StatePartiallyPurged State = "partially_purged"
-	StateOrphanMarker    State = "orphan_marker"
-	StateInvalidMarker   State = "invalid_marker"
+	// StateStuck: a committed purge could not finish and needs a person
+	// (purge_stuck.go): its marker was removed by hand, or a purge recorded
+	// in the commit what stopped it (a writer, an object it cannot
+	// delete). Problem says what to do. A stuck table with a marker is
+	// tried again by every pass; without one, every pass reports it failed.
+	StateStuck         State = "stuck"
+	StateOrphanMarker  State = "orphan_marker"
+	StateInvalidMarker State = "invalid_marker"
 	// StateNotATable: <name>.lance is a symbolic link or a file, not a
 	// directory. reaper never drops, purges or enters it (a link could
 	// point anywhere, including at a live table).
@@ -251,6 +257,10 @@ func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntr
 	}
 	if commit != nil && (body == nil || !commit.Matches(body)) {
 		s.Problem = staleCommitProblem(name, body != nil)
+		if body == nil {
+			s.State, s.Commit = StateStuck, commit
+			return s, nil
+		}
 		commit = nil
 	}
 	if body == nil {
@@ -267,6 +277,9 @@ func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntr
 	switch {
 	case s.Lease != nil:
 		s.State = StatePurging
+	case s.Commit != nil && s.Commit.Stuck != "":
+		s.State = StateStuck
+		s.Problem = fmt.Sprintf("%s (recorded %s)", s.Commit.Stuck, s.Commit.stuckAt().UTC().Format(time.RFC3339))
 	case s.Commit != nil:
 		s.State = StatePartiallyPurged
 	case !e.data:
@@ -288,7 +301,7 @@ func staleCommitProblem(name string, hasMarker bool) string {
 	if hasMarker {
 		return fmt.Sprintf("%s names an earlier marker (the table was revived and dropped again without reaper): the next purge removes it and judges the new marker by its own TTL", CommitKey(name))
 	}
-	return fmt.Sprintf("%s is left without a marker: a purge had started deleting this table when its marker was removed outside reaper, so the table may be incomplete; drop it again and purge to finish it, or inspect it", CommitKey(name))
+	return fmt.Sprintf("%s is left without a marker: a purge had started deleting this table when its marker was removed outside reaper, so the table is incomplete (LanceDB cannot open it); %s", CommitKey(name), fixMarker)
 }
 
 // unreadable reports a table whose marker or hold could not be read: one
@@ -325,8 +338,9 @@ type Plan struct {
 	Due []TableStatus
 	// NotDue are soft-deleted tables whose TTL has not passed.
 	NotDue []TableStatus
-	// Invalid are invalid, unreadable or future-dated markers and names
-	// that are not tables: reported, never purged.
+	// Invalid are invalid, unreadable or future-dated markers, names that
+	// are not tables and stuck purges without a marker: reported, never
+	// purged.
 	Invalid []TableStatus
 	// Busy are tables whose lease is held by another process.
 	Busy []TableStatus
@@ -383,7 +397,8 @@ func (ns *Namespace) plan(ctx context.Context, listed *Listing, now time.Time, n
 		switch {
 		case s.State == StateNotATable && s.MarkerETag == "":
 			// A link with no marker beside it: nobody asked to purge it.
-		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.State == StateNotATable || s.FutureDated:
+		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.State == StateNotATable || s.FutureDated,
+			s.State == StateStuck && s.Marker == nil:
 			p.Invalid = append(p.Invalid, s)
 		case s.Marker == nil:
 			if s.State == StateExists {

@@ -281,32 +281,27 @@ func (m *Memory) DeleteIfMatch(ctx context.Context, key string, etag string) err
 	return nil
 }
 
-// DeleteBatch removes keys after checking the whole batch; it cannot fail
-// per key.
+// DeleteBatch removes keys; only a key its grammar refuses fails alone.
 func (m *Memory) DeleteBatch(ctx context.Context, keys []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := CheckBatch(keys); err != nil {
+	valid, refused, err := CheckBatchWith(keys, func(k string) error { return checkKey(ctx, k) })
+	if err != nil {
 		return err
-	}
-	for _, k := range keys {
-		if strings.HasSuffix(k, "/") {
-			return fmt.Errorf("%w: %q ends in \"/\"", ErrInvalidKey, k)
-		}
 	}
 	if len(keys) == 0 {
 		return nil
 	}
 	if _, err := CheckFence(ctx); err != nil {
-		return fmt.Errorf("delete batch: %w", err)
+		return BatchResult(refused, valid, fmt.Errorf("delete batch: %w", err))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, k := range keys {
+	for _, k := range valid {
 		delete(m.objects, k)
 	}
-	return nil
+	return BatchResult(refused, valid, nil)
 }
 
 func (m *Memory) matchLocked(action, key, etag string) error {

@@ -109,7 +109,8 @@ type Page struct {
 //     servers (versitygw) answer success, so callers treat both as "gone".
 //   - DeleteBatch deletes up to MaxBatchDelete keys (more is an error before any
 //     request); missing keys count as deleted; per-key failures are returned
-//     as a *BatchError listing each failed key.
+//     as a *BatchError listing each failed key. A key the store refuses by
+//     its grammar (ErrInvalidKey) fails alone: the other keys are deleted.
 //   - Now reads the store's clock: the clock LastModified is stamped with. It
 //     is a lower bound: the store's clock is no earlier than the time returned
 //     (up to TimeResolution) when Now returns. It may cost a request.
@@ -197,16 +198,52 @@ func ValidatePrefix(prefix string) error {
 	return ValidateKey(prefix)
 }
 
-// CheckBatch enforces the MaxBatchDelete limit and key grammar before any
-// request is sent.
-func CheckBatch(keys []string) error {
+// CheckBatch enforces the MaxBatchDelete limit before any request is sent
+// (err), and splits off the keys the shared grammar refuses: each fails
+// alone, and a backend deletes the valid ones. One odd key must not block
+// a whole batch, or a purge would stop at every batch that holds it.
+func CheckBatch(keys []string) (valid []string, refused []KeyError, err error) {
+	return CheckBatchWith(keys, ValidateKey)
+}
+
+// CheckBatchWith is CheckBatch with a backend's own key check.
+func CheckBatchWith(keys []string, check func(string) error) (valid []string, refused []KeyError, err error) {
 	if len(keys) > MaxBatchDelete {
-		return fmt.Errorf("batch delete of %d keys: at most %d per request", len(keys), MaxBatchDelete)
+		return nil, nil, fmt.Errorf("batch delete of %d keys: at most %d per request", len(keys), MaxBatchDelete)
 	}
-	for _, k := range keys {
-		if err := ValidateKey(k); err != nil {
-			return err
+	valid = keys
+	for i, k := range keys {
+		if err := check(k); err != nil {
+			if len(refused) == 0 {
+				valid = append([]string(nil), keys[:i]...)
+			}
+			refused = append(refused, KeyError{Key: k, Err: fmt.Errorf("delete %q: %w", k, err)})
+			continue
+		}
+		if len(refused) > 0 {
+			valid = append(valid, k)
 		}
 	}
-	return nil
+	return valid, refused, nil
+}
+
+// BatchResult is the error of a batch whose refused keys failed alone
+// beside err, the error of deleting the valid ones (nil, a *BatchError or
+// a whole-request error, which then stands for every valid key).
+func BatchResult(refused []KeyError, valid []string, err error) error {
+	if len(refused) == 0 {
+		return err
+	}
+	failed := refused
+	var be *BatchError
+	switch {
+	case err == nil:
+	case errors.As(err, &be):
+		failed = append(failed, be.Failed...)
+	default:
+		for _, k := range valid {
+			failed = append(failed, KeyError{Key: k, Err: err})
+		}
+	}
+	return &BatchError{Failed: failed}
 }

@@ -77,6 +77,12 @@ const (
 	ReasonLive          Reason = "live"
 	ReasonNotFound      Reason = "not_found"
 	ReasonNotATable     Reason = "not_a_table"
+	// ReasonStuck: a purge that had committed (deleted part of the table)
+	// could not finish; the detail says what a person must do.
+	ReasonStuck Reason = "stuck"
+	// ReasonInvalidKey: the table holds an object whose name reaper cannot
+	// delete safely; refused before the commit, nothing deleted.
+	ReasonInvalidKey Reason = "invalid_key"
 )
 
 // Reasons of a conflict and of refused roots
@@ -97,7 +103,7 @@ func SkipReasons() []Reason {
 // FailureReasons lists the reasons of failed tables.
 func FailureReasons() []Reason {
 	return []Reason{ReasonIO, ReasonInvalidMarker, ReasonFutureMarker, ReasonLeaseLost, ReasonLive,
-		ReasonNotFound, ReasonNotATable}
+		ReasonNotFound, ReasonNotATable, ReasonStuck, ReasonInvalidKey}
 }
 
 // RefusalReasons lists why a whole root purged nothing.

@@ -49,6 +49,12 @@ func classify(res lifecycle.PurgeResult, err error) (outcome.Action, outcome.Rea
 		// Before anything else: work stopped because the lease may be gone
 		// is a failure, whatever the request it cut short said.
 		return outcome.Failed, outcome.ReasonLeaseLost, err.Error()
+	case errors.Is(err, lifecycle.ErrStuck):
+		// Before conflicts: after the commit, what stopped the purge left
+		// a partly destroyed table, a failure whatever caused it.
+		return outcome.Failed, outcome.ReasonStuck, err.Error()
+	case errors.Is(err, lifecycle.ErrUndeletableKey):
+		return outcome.Failed, outcome.ReasonInvalidKey, err.Error()
 	case errors.Is(err, lifecycle.ErrHeld):
 		return outcome.Held, outcome.ReasonHeld, err.Error()
 	case errors.Is(err, lifecycle.ErrPaused):

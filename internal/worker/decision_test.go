@@ -38,6 +38,10 @@ func TestClassify(t *testing.T) {
 		// It used to fall through to failed/io.
 		{"pass deadline as the cause", lifecycle.PurgeResult{}, fmt.Errorf("x: %w", errPassDeadline), outcome.Skipped, outcome.ReasonInterrupted},
 		{"anything else", lifecycle.PurgeResult{}, errors.New("boom"), outcome.Failed, outcome.ReasonIO},
+		// After the commit a conflict is a stuck table: a failure.
+		{"stuck", lifecycle.PurgeResult{Committed: true}, &lifecycle.StuckError{Name: "t", Reason: "marker vanished", Fix: "drop it again"}, outcome.Failed, outcome.ReasonStuck},
+		{"stuck beats held", lifecycle.PurgeResult{}, fmt.Errorf("x: %w", errors.Join(lifecycle.ErrHeld, &lifecycle.StuckError{Name: "t"})), outcome.Failed, outcome.ReasonStuck},
+		{"undeletable key", lifecycle.PurgeResult{}, &lifecycle.UndeletableKeyError{Name: "t", Key: "t.lance/a//b", Err: errors.New("invalid key")}, outcome.Failed, outcome.ReasonInvalidKey},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -230,6 +230,8 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 			reason = outcome.ReasonIO
 		case s.State == lifecycle.StateNotATable:
 			reason = outcome.ReasonNotATable
+		case s.State == lifecycle.StateStuck:
+			reason = outcome.ReasonStuck
 		case s.FutureDated:
 			reason = outcome.ReasonFutureMarker
 		}

@@ -24,17 +24,19 @@ const MaxBlobBatch = 256
 // its own error. Once the fence refuses or ctx ends, the keys not yet sent
 // fail with that error and nothing more is sent.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
-	if err := objstore.CheckBatch(keys); err != nil {
+	keys, refused, err := objstore.CheckBatch(keys)
+	if err != nil {
 		return err
 	}
-	var failed []objstore.KeyError
+	failed := refused
 	size := s.batchSize()
 	for start := 0; start < len(keys); start += size {
 		chunk := keys[start:min(start+size, len(keys))]
 		perKey, err := s.submit(ctx, chunk)
 		if err != nil {
 			if start == 0 && !errors.Is(err, objstore.ErrFenced) && ctx.Err() == nil {
-				return err // nothing was deleted: the retry layer retries the whole call
+				// Nothing was deleted: the retry layer retries the whole call.
+				return objstore.BatchResult(refused, keys, err)
 			}
 			for _, k := range keys[start:] {
 				failed = append(failed, objstore.KeyError{Key: k, Err: err})

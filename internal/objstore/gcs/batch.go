@@ -22,7 +22,8 @@ const DefaultDeleteConcurrency = 32
 // with that error and nothing more is sent. Keys that fail come back in a
 // *objstore.BatchError, in the order they were given.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
-	if err := objstore.CheckBatch(keys); err != nil {
+	keys, refused, err := objstore.CheckBatch(keys)
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -66,6 +67,7 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	}
 	close(work)
 	wg.Wait()
+	failed = append(refused, failed...)
 	if len(failed) == 0 {
 		return nil
 	}

@@ -47,14 +47,12 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := objstore.CheckBatch(keys); err != nil {
+	keys, refused, err := objstore.CheckBatchWith(keys, func(k string) error { return checkKey(ctx, k) })
+	if err != nil {
 		return err
 	}
 	byDir := make(map[string][]string)
 	for _, k := range keys {
-		if err := checkKey(ctx, k); err != nil {
-			return err
-		}
 		byDir[dirOf(k)] = append(byDir[dirOf(k)], k)
 	}
 	d := &deletion{ctx: ctx, action: "delete"}
@@ -63,9 +61,9 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	// when its lease is lost rather than report keys deleted.
 	if err := fence(ctx); err != nil {
 		d.fenced = err
-		return &objstore.BatchError{Failed: d.failAll(keys, err)}
+		return &objstore.BatchError{Failed: append(refused, d.failAll(keys, err)...)}
 	}
-	var failed []objstore.KeyError
+	failed := refused
 	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
 		failed = append(failed, s.removeInDir(d, dir, byDir[dir], nil)...)
 	}

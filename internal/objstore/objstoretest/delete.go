@@ -16,6 +16,7 @@ var deleteClauses = []clause{
 	{"DeleteIfMatchRight", testDeleteIfMatchRight},
 	{"DeleteIfMatchMissing", testDeleteIfMatchMissing},
 	{"DeleteBatchTooMany", testDeleteBatchTooMany},
+	{"DeleteBatchInvalidKeyAlone", testDeleteBatchInvalidKeyAlone},
 	{"DeleteBatchMissingKeys", testDeleteBatchMissingKeys},
 	{"DeleteBatchMax", testDeleteBatchMax},
 }
@@ -89,12 +90,27 @@ func testDeleteBatchTooMany(t *testing.T, s objstore.Store, _ config) {
 	for _, k := range keep {
 		requireBody(t, s, k, k)
 	}
+}
 
-	// A bad key anywhere in the batch also fails it before any delete.
-	err = s.DeleteBatch(t.Context(), []string{keep[0], "a//b", keep[1]})
-	require.ErrorIs(t, err, objstore.ErrInvalidKey, "delete batch with an invalid key: got %v", err)
-	for _, k := range keep {
-		requireBody(t, s, k, k)
+// A key the grammar refuses fails alone, named in the batch's error; the
+// other keys of the batch are deleted (one odd key in a table must not
+// stop every batch that holds it).
+func testDeleteBatchInvalidKeyAlone(t *testing.T, s objstore.Store, _ config) {
+	keys := []string{"b/gone-0", "b/gone-1", "b/sub/gone-2"}
+	putMany(t, s, keys)
+	err := s.DeleteBatch(t.Context(), []string{keys[0], "a//b", keys[1], "../up", keys[2]})
+	var be *objstore.BatchError
+	require.ErrorAs(t, err, &be, "delete batch with invalid keys: got %v", err)
+	require.ErrorIs(t, err, objstore.ErrInvalidKey)
+	var failed []string
+	for _, f := range be.Failed {
+		failed = append(failed, f.Key)
+		require.ErrorIs(t, f.Err, objstore.ErrInvalidKey, f.Key)
+	}
+	require.ElementsMatch(t, []string{"a//b", "../up"}, failed)
+	for _, k := range keys {
+		_, err := s.Head(t.Context(), k)
+		require.ErrorIs(t, err, objstore.ErrNotFound, "%s deleted beside the refused keys", k)
 	}
 }
 

@@ -35,7 +35,9 @@ import (
 // of the batch (the retry wrapper resends those keys), or the error of the
 // key's own delete.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
-	if err := objstore.CheckBatch(keys); err != nil {
+	all := keys
+	keys, refused, err := objstore.CheckBatch(keys)
+	if err != nil {
 		return err
 	}
 	var batch, alone []string
@@ -46,11 +48,11 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 			alone = append(alone, k)
 		}
 	}
-	var failed []objstore.KeyError
+	failed := refused
 	if len(batch) > 0 {
 		perKey, err := s.deleteObjects(ctx, batch)
 		if err != nil {
-			return err
+			return objstore.BatchResult(refused, keys, err)
 		}
 		for _, f := range perKey {
 			if retryAlone(f) {
@@ -62,7 +64,7 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	}
 	failed = append(failed, s.deleteAlone(ctx, alone)...)
 	if len(failed) > 0 {
-		inKeyOrder(failed, keys)
+		inKeyOrder(failed, all)
 		return &objstore.BatchError{Failed: failed}
 	}
 	return nil
