@@ -222,8 +222,8 @@ func renderAuditTable(w io.Writer, rows []ledger.Row, since time.Time) error {
 		case r.Reason != "":
 			note = r.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", formatTime(r.Started), r.Root, r.Table, r.Action,
-			r.Objects, humanBytes(r.Bytes), oneLine(note))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", formatTime(r.Started), safeText(r.Root), displayName(r.Table), safeText(r.Action),
+			r.Objects, humanBytes(r.Bytes), safeText(oneLine(note)))
 	}
 	return tw.Flush()
 }

@@ -364,16 +364,16 @@ func (p *demoPrinter) explain(rep *purgeReport, before []reaper.TableStatus) {
 	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
 	for _, r := range rep.Purged {
 		if r.Objects == 0 {
-			fmt.Fprintf(tw, "  removed\t%s\tits data was already gone, so only the stale marker was deleted\n", r.Name)
+			fmt.Fprintf(tw, "  removed\t%s\tits data was already gone, so only the stale marker was deleted\n", displayName(r.Name))
 			continue
 		}
-		fmt.Fprintf(tw, "  reclaimed\t%s\tTTL passed: %d objects (%s) deleted, manifests first and the marker last\n", r.Name, r.Objects, humanBytes(r.Bytes))
+		fmt.Fprintf(tw, "  reclaimed\t%s\tTTL passed: %d objects (%s) deleted, manifests first and the marker last\n", displayName(r.Name), r.Objects, humanBytes(r.Bytes))
 	}
 	for _, s := range rep.Skipped {
-		fmt.Fprintf(tw, "  kept\t%s\t%s; a later pass purges it\n", s.Name, s.Reason)
+		fmt.Fprintf(tw, "  kept\t%s\t%s; a later pass purges it\n", displayName(s.Name), safeText(s.Reason))
 	}
 	for _, f := range rep.Failed {
-		fmt.Fprintf(tw, "  FAILED\t%s\t%s\n", f.Name, f.Error)
+		fmt.Fprintf(tw, "  FAILED\t%s\t%s\n", displayName(f.Name), safeText(f.Error))
 	}
 	var live []string
 	for _, s := range before {

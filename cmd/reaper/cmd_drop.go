@@ -70,10 +70,10 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 			return "", err
 		}
 		if ttl := m.TTL(0); ttl < floor {
-			fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", name, shortTTLWarning(ttl, floor))
+			fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", displayName(name), shortTTLWarning(ttl, floor))
 		}
 		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'",
-			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), ns.URI(), name), nil
+			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), shellWord(ns.URI()), shellWord(name)), nil
 	}, dropFailure))
 }
 

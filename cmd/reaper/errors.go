@@ -111,7 +111,7 @@ func eachName(stdout io.Writer, quiet bool, op string, names []string, fn func(n
 		} else if quiet {
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: %s\n", name, line)
+		fmt.Fprintf(stdout, "%s: %s\n", displayName(name), safeText(line))
 	}
 	if failed > 0 {
 		return &failedError{op: op, failed: failed, all: len(names)}

@@ -43,7 +43,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmd.ExecuteContext(ctx)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "reaper: %v\n", err)
+		fmt.Fprintf(stderr, "reaper: %s\n", safeText(err.Error()))
 	}
 	return exitCode(err)
 }

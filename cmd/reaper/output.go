@@ -97,7 +97,7 @@ func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time, flo
 			ttl = formatDuration(s.TTL)
 			after = formatTime(s.PurgeAfter)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, deleted, ttl, after, statusNote(s, now, floor))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayName(s.Name), s.State, deleted, ttl, after, safeText(statusNote(s, now, floor)))
 	}
 	return tw.Flush()
 }
@@ -247,7 +247,7 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		fmt.Fprintf(tw, "%s: %d\n", purged, len(r.Purged))
 		fmt.Fprintln(tw, "  NAME\tOBJECTS\tBYTES")
 		for _, p := range r.Purged {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\n", p.Name, p.Objects, humanBytes(p.Bytes))
+			fmt.Fprintf(tw, "  %s\t%d\t%s\n", displayName(p.Name), p.Objects, humanBytes(p.Bytes))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -255,7 +255,7 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		fmt.Fprintf(tw, "SKIPPED: %d (kept for now; a later pass retries)\n", len(r.Skipped))
 		fmt.Fprintln(tw, "  NAME\tREASON")
 		for _, s := range r.Skipped {
-			fmt.Fprintf(tw, "  %s\t%s\n", s.Name, s.Reason)
+			fmt.Fprintf(tw, "  %s\t%s\n", displayName(s.Name), safeText(s.Reason))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -263,7 +263,7 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		fmt.Fprintf(tw, "FAILED: %d (needs an operator)\n", len(tables))
 		fmt.Fprintln(tw, "  NAME\tERROR")
 		for _, f := range tables {
-			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Error)
+			fmt.Fprintf(tw, "  %s\t%s\n", displayName(f.Name), safeText(f.Error))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -271,7 +271,7 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		fmt.Fprintf(tw, "ROOTS FAILED: %d (not read; nothing in them was purged)\n", len(roots))
 		fmt.Fprintln(tw, "  ROOT\tERROR")
 		for _, f := range roots {
-			fmt.Fprintf(tw, "  %s\t%s\n", f.Root, f.Error)
+			fmt.Fprintf(tw, "  %s\t%s\n", safeText(f.Root), safeText(f.Error))
 		}
 		fmt.Fprintln(tw)
 	}

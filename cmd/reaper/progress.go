@@ -45,7 +45,7 @@ func (p *progressPrinter) event(ev worker.Progress) {
 // total, bytes, the rate so far and the time left at that rate.
 func progressLine(ev worker.Progress, now time.Time) string {
 	elapsed := now.Sub(ev.Started)
-	head := fmt.Sprintf("progress: %s (%s): ", ev.Table, ev.Root)
+	head := fmt.Sprintf("progress: %s (%s): ", displayName(ev.Table), safeText(ev.Root))
 	if ev.Done {
 		return head + fmt.Sprintf("done, %d objects, %s in %s", ev.Objects, humanBytes(ev.Bytes), formatDuration(elapsed.Round(time.Second)))
 	}

@@ -18,7 +18,7 @@ var errStop = errors.New("stop listing")
 // clock. deleted_at_ms is the store's clock, so a host whose clock is off
 // still writes a true drop time.
 func (ns *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (Marker, error) {
-	if err := ValidateName(name); err != nil {
+	if err := ValidateNewName(name); err != nil {
 		return Marker{}, err
 	}
 	ctx = withTable(ctx, name)

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Key layout of a V1 (directory) database root. One file owns it: every other
@@ -51,6 +53,25 @@ func ValidateName(name string) error {
 		return fmt.Errorf("%w: %q is not a table name", ErrInvalidName, name)
 	case strings.ContainsAny(name, "/\\\x00"):
 		return fmt.Errorf("%w: %q contains '/', '\\' or NUL; a table name is one path segment such as \"my_table\"", ErrInvalidName, name)
+	}
+	return nil
+}
+
+// ValidateNewName is ValidateName for a name reaper is asked to start the
+// lifecycle of (drop): it also refuses control characters and bytes that
+// are not UTF-8, which no LanceDB client writes (LanceDB allows
+// [a-zA-Z0-9_.-]) and which would make every report naming the table
+// ambiguous. Such a table, found in a root, is still read, reported
+// (quoted) and, once dropped by other means, purged.
+func ValidateNewName(name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %q is not UTF-8; rename the table", ErrInvalidName, name)
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return fmt.Errorf("%w: %q contains a control character (a newline, a tab, an escape); rename the table", ErrInvalidName, name)
 	}
 	return nil
 }

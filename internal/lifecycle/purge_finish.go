@@ -58,7 +58,7 @@ func (ns *Namespace) leftovers(ctx context.Context, name string, fence func(objs
 	var kept []string
 	err := ns.walkTable(ctx, name, func(o objstore.Object) error {
 		if fence(o) != nil {
-			return &ConflictError{Name: name, Reason: fmt.Sprintf("%s appeared during the purge; the marker and the purge commit are kept and the table needs an operator", o.Key)}
+			return &ConflictError{Name: name, Reason: fmt.Sprintf("%q appeared during the purge; the marker and the purge commit are kept and the table needs an operator", o.Key)}
 		}
 		if len(kept) == maxStragglers {
 			return errStop

@@ -181,7 +181,17 @@ func (ns *Namespace) dryRun(ctx context.Context, name string, m Marker, mobj obj
 		return nil
 	})
 	res.Outcome = OutcomeDryRun
-	return res, err
+	return res, untouched(err)
+}
+
+// untouched says of a conflict found before anything was deleted that
+// nothing was.
+func untouched(err error) error {
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		ce.Reason += "; nothing was deleted"
+	}
+	return err
 }
 
 // purgeUnderLease runs steps 2 to 8 under the lease; ctx is its fenced
@@ -263,11 +273,11 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		}
 		return rest.add(o.Key, o.Size)
 	})
-	if err != nil && commit != nil {
-		err = stuckAfterCommit(name, err)
-	}
 	if err != nil {
-		return res, err
+		if commit != nil {
+			return res, stuckAfterCommit(name, err)
+		}
+		return res, untouched(err)
 	}
 
 	// 4. Guard, then commit.
@@ -487,7 +497,7 @@ func (ns *Namespace) fence(m Marker, marker objstore.Object) func(objstore.Objec
 	limit = limit.Truncate(time.Second)
 	return func(o objstore.Object) error {
 		if o.LastModified.Truncate(time.Second).After(limit) {
-			return &ConflictError{Name: "", Reason: fmt.Sprintf("%s was modified at %s, after the drop (fence %s): a writer revived or wrote the table; nothing was deleted",
+			return &ConflictError{Name: "", Reason: fmt.Sprintf("%q was modified at %s, after the drop (fence %s): a writer revived or wrote the table",
 				o.Key, o.LastModified.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339))}
 		}
 		return nil
