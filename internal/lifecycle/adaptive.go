@@ -50,6 +50,9 @@ type inflight struct {
 	pushbacks func() uint64 // nil: the store never pushes back
 	seen      uint64
 	now       func() time.Time
+	// waiting, if set, is called each time acquire is about to wait for a
+	// slot (tests: a batch queued behind a frozen one).
+	waiting func()
 
 	// The current window: since when (zero until the first batch), how
 	// many batches answered in it; skip batches sent under the previous
@@ -92,8 +95,11 @@ func (f *inflight) acquire(ctx context.Context) error {
 			f.mu.Unlock()
 			return nil
 		}
-		wake := f.wake
+		wake, waiting := f.wake, f.waiting
 		f.mu.Unlock()
+		if waiting != nil {
+			waiting()
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():

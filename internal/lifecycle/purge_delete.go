@@ -16,8 +16,11 @@ var errBudget = errors.New("object budget reached")
 // batchDeleter sends delete batches with adaptive concurrency (adaptive.go), running the
 // guard (lease read back, marker, hold, PAUSE, commit) before each one, and
 // stops submitting at the first error or when the object budget is spent.
-// The lease's fence, carried by ctx, is asked again by the backend
-// immediately before each request.
+// A batch takes its concurrency slot first and is guarded after: the guard
+// judges the batch when it is sent, not when it was planned, so a hold or
+// PAUSE placed while it waited for a slot stops it. The lease's fence,
+// carried by ctx, is asked again by the backend immediately before each
+// request.
 type batchDeleter struct {
 	ctx      context.Context
 	store    objstore.Store
@@ -55,12 +58,6 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 	if err != nil {
 		return err
 	}
-	if err := d.guard.lease.Check(); err != nil {
-		return d.fail(fmt.Errorf("purge %q: stopped before a delete: %w", d.name, err))
-	}
-	if err := d.guard.check(d.ctx); err != nil {
-		return d.fail(err)
-	}
 	keys := make([]string, len(batch))
 	var size int64
 	for i, e := range batch {
@@ -69,6 +66,14 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 	}
 	if err := d.slots.acquire(d.ctx); err != nil {
 		return d.fail(fmt.Errorf("purge %q: %w", d.name, err))
+	}
+	if err := d.guard.lease.Check(); err != nil {
+		d.slots.release(false)
+		return d.fail(fmt.Errorf("purge %q: stopped before a delete: %w", d.name, err))
+	}
+	if err := d.guard.check(d.ctx); err != nil {
+		d.slots.release(false)
+		return d.fail(err)
 	}
 	d.wg.Add(1)
 	go func() {
