@@ -38,6 +38,11 @@ var layers = map[string]int{
 	// The one store stack composes a backend with retries (layer 0) and
 	// metrics and tracing (layer 1), so it sits with the latter.
 	"internal/objstore/stack": 1,
+	// Lance's format (a table's versions and the files each references) and
+	// the retention plan over it: files and bytes of one table, nothing of
+	// reaper's lifecycle, so that lifecycle and the CLI can both use them.
+	"internal/lance":     1,
+	"internal/retention": 1,
 
 	// 2: the table lifecycle.
 	"internal/lifecycle": 2,

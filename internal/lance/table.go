@@ -1,0 +1,236 @@
+package lance
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
+)
+
+// namespaceTable is the directory of a V2 namespace's own catalog table: the
+// reader never reads (nor lets anyone plan deletions in) anything under it.
+const namespaceTable = "__manifest"
+
+// Version is one manifest: an attached version of main, a detached
+// version, or a version of a branch.
+type Version struct {
+	Number uint64
+	// Key is the manifest's key relative to the table directory.
+	Key          string
+	Size         int64
+	LastModified time.Time
+	Manifest
+}
+
+// Table is everything the reader learned about one table directory, read
+// once: a retention plan is computed from it without further requests.
+type Table struct {
+	// Dir is the table directory, a key prefix ending in "/".
+	Dir string
+	// URI is the table's location as Lance writes it in base paths.
+	URI string
+	// Versions are main's attached versions, ascending.
+	Versions []Version
+	// Detached are the detached versions (_versions/d{n}.manifest).
+	Detached []Version
+	// Objects is every object under the directories Lance's cleanup
+	// manages (VersionsDir, TransactionsDir, DataDir, IndicesDir,
+	// DeletionsDir), keys relative to Dir, from one walk of each.
+	Objects  []objstore.Object
+	Tags     []Tag
+	Branches []Branch
+}
+
+// Latest is main's newest version.
+func (t *Table) Latest() Version { return t.Versions[len(t.Versions)-1] }
+
+// managedDirs are walked once each; BlobsDir only to refuse a table that has
+// managed blobs.
+var managedDirs = []string{VersionsDir, TransactionsDir, DataDir, IndicesDir, DeletionsDir, BlobsDir}
+
+// ReadTable lists and reads one table directory (dir, ending in "/"): one
+// walk of each managed directory, of _refs/ and of each branch's
+// _versions/, and one read of every manifest, tag and branch file,
+// ReadConcurrency manifests at a time. A table it does not fully understand
+// is an *UnsupportedError (errors.Is(err, ErrUnsupported)); any other error
+// is a failure to read it.
+func ReadTable(ctx context.Context, store objstore.Store, dir string) (*Table, error) {
+	t, err := readTable(ctx, store, dir)
+	var fe *formatError
+	if errors.As(err, &fe) {
+		return nil, &UnsupportedError{Dir: dir, Reason: fe.msg}
+	}
+	return t, err
+}
+
+func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, error) {
+	if !strings.HasSuffix(dir, "/") || objstore.ValidateKey(dir) != nil {
+		return nil, fmt.Errorf("table directory %q: want a key prefix ending in \"/\", such as \"t.lance/\"", dir)
+	}
+	if slices.Contains(strings.Split(dir, "/"), namespaceTable) {
+		return nil, unsupportedf("%s is the namespace's own table: never touched", namespaceTable)
+	}
+	t := &Table{Dir: dir, URI: tableURI(store.URI(), dir)}
+	var versionObjs []objstore.Object
+	for _, d := range managedDirs {
+		objs, err := walk(ctx, store, dir, d)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkManaged(d, objs); err != nil {
+			return nil, err
+		}
+		if d == VersionsDir {
+			versionObjs = objs
+		}
+		t.Objects = append(t.Objects, objs...)
+	}
+	if err := t.readVersions(ctx, store, versionObjs); err != nil {
+		return nil, err
+	}
+	if err := t.readRefs(ctx, store); err != nil {
+		return nil, err
+	}
+	return t, t.check()
+}
+
+// walk lists everything under dir+sub, keys relative to dir.
+func walk(ctx context.Context, store objstore.Store, dir, sub string) ([]objstore.Object, error) {
+	var out []objstore.Object
+	err := store.Walk(ctx, dir+sub, func(objs []objstore.Object) error {
+		for _, o := range objs {
+			o.Key = strings.TrimPrefix(o.Key, dir)
+			out = append(out, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s%s: %w", dir, sub, err)
+	}
+	return out, nil
+}
+
+// checkManaged refuses what a managed directory must not hold for the
+// reader to account for every file from manifests alone.
+func checkManaged(sub string, objs []objstore.Object) error {
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, sub)
+		switch {
+		case sub == BlobsDir:
+			return unsupportedf("managed blob file %s: blobs are referenced from column values, not from manifests", o.Key)
+		case sub == DataDir && strings.Contains(rest, "/"):
+			return unsupportedf("%s is in a subdirectory of %s (a blob sidecar?): not referenced from manifests", o.Key, DataDir)
+		case sub == VersionsDir && strings.Contains(rest, "/"):
+			return unsupportedf("%s: %s holds a subdirectory", o.Key, VersionsDir)
+		}
+	}
+	return nil
+}
+
+// readVersions classifies the _versions/ listing and reads every manifest.
+func (t *Table) readVersions(ctx context.Context, store objstore.Store, objs []objstore.Object) error {
+	seen := map[uint64]string{}
+	for _, o := range objs {
+		name := strings.TrimPrefix(o.Key, VersionsDir)
+		kind, n, _ := versionName(name)
+		v := Version{Number: n, Key: o.Key, Size: o.Size, LastModified: o.LastModified}
+		switch kind {
+		case nameVersion:
+			if other, dup := seen[n]; dup {
+				return unsupportedf("version %d has two manifests: %s and %s", n, other, o.Key)
+			}
+			seen[n] = o.Key
+			t.Versions = append(t.Versions, v)
+		case nameDetached:
+			t.Detached = append(t.Detached, v)
+		case nameHint, nameTemp, nameStaging:
+		default:
+			return unsupportedf("%s: not a manifest name the reader knows", o.Key)
+		}
+	}
+	if len(t.Versions) == 0 {
+		return unsupportedf("no versions in %s", VersionsDir)
+	}
+	slices.SortFunc(t.Versions, func(a, b Version) int { return cmp.Compare(a.Number, b.Number) })
+	if err := readManifests(ctx, store, t.Dir, t.Versions); err != nil {
+		return err
+	}
+	return readManifests(ctx, store, t.Dir, t.Detached)
+}
+
+// readManifests reads and decodes each version's manifest in place,
+// ReadConcurrency at a time; the first error stops the rest.
+func readManifests(ctx context.Context, store objstore.Store, dir string, vs []Version) error {
+	return forEach(ctx, len(vs), func(ctx context.Context, i int) error {
+		v := &vs[i]
+		body, err := get(ctx, store, dir+v.Key, MaxManifestBytes)
+		if err != nil {
+			return err
+		}
+		m, err := DecodeManifestFile(body)
+		if err != nil {
+			return unsupportedf("manifest %s: %v", v.Key, err)
+		}
+		if err := checkFlags(m); err != nil {
+			return unsupportedf("manifest %s: %v", v.Key, err)
+		}
+		v.Manifest = m
+		return nil
+	})
+}
+
+// forEach runs fn for 0..n-1, ReadConcurrency at a time, and returns the
+// first error (the others are cancelled).
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, ReadConcurrency)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// tableURI is where Lance says the table is: the root URI and the table
+// directory, local roots as a plain path (as LanceDB writes base paths).
+func tableURI(root, dir string) string {
+	return normalizeURI(strings.TrimSuffix(root, "/") + "/" + strings.TrimSuffix(dir, "/"))
+}
+
+// normalizeURI makes two spellings of one location compare equal: a local
+// path with or without file://, escaped or not, without a trailing "/".
+func normalizeURI(s string) string {
+	if rest, ok := strings.CutPrefix(s, "file://"); ok {
+		if u, err := url.PathUnescape(rest); err == nil {
+			rest = u
+		}
+		s = rest
+	}
+	return strings.TrimSuffix(s, "/")
+}
