@@ -167,12 +167,14 @@ func (pl *planner) classify() {
 // is read, and the data, deletion and index files it names through a base
 // path naming this table are kept. (Lance reads a branch only when its
 // root version is to be removed; reaper reads every branch, which keeps
-// nothing more: a branch references files of its root version.) Lance then keeps the root version's
-// manifest; reaper keeps the root version with all its files, so that a
-// version it keeps always opens.
+// nothing more: a branch references files of its root version.) The root
+// version's manifest is kept too, its other files only as the branch
+// references them: as Lance does, which in practice deletes just the root
+// version's transaction file (the branch shares all its data; the version
+// still opens, as the oracle checks).
 func (pl *planner) keepBranchFiles() {
 	for _, b := range pl.t.Branches {
-		root, rootRemoved := pl.removed[b.RootVersion]
+		_, rootRemoved := pl.removed[b.RootVersion]
 		referenced := false
 		for _, v := range b.Versions {
 			keys, indices := pl.t.MainRefs(v)
@@ -181,7 +183,6 @@ func (pl *planner) keepBranchFiles() {
 		}
 		if referenced && rootRemoved {
 			delete(pl.removed, b.RootVersion)
-			pl.referenced.add(root.Refs())
 			pl.kept = append(pl.kept, Kept{Version: b.RootVersion, Why: "root of branch " + b.Name})
 		}
 	}

@@ -73,26 +73,21 @@ func (pl *planner) unverified(inProgress bool) (string, bool, bool) {
 	return WhyUnverified + " and it is older than " + pl.p.unverifiedAfter().String(), false, true
 }
 
-// listed is Lance's listing cutoff (CleanupInspection::listing_unmodified_since
-// and the data directory's): _indices/ is listed whole; the other
-// directories only up to the earliest kept version's timestamp, unless a
-// removed version is newer than it (a tag kept an old version); data/ up to
-// the later of that and the unverified threshold, or whole with
-// DeleteUnverified.
+// listed is Lance's listing cutoff (CleanupInspection::listing_unmodified_since):
+// _indices/ is listed whole; every other directory only up to the earliest
+// kept version's timestamp, unless a removed version is newer than it (a
+// tag kept an old version; upstream's fix of the leak lance#8705). Files
+// written after the earliest kept version are left for a later pass, even
+// with DeleteUnverified: the LanceDB 0.39 client (Lance 12) keeps them, as
+// the oracle shows (later Lance lists data/ further).
 func (pl *planner) listed(key string, modified time.Time) bool {
 	if strings.HasPrefix(key, lance.IndicesDir) {
 		return true
 	}
-	since, ok := pl.earliestKept, !pl.earliestKept.IsZero() && !pl.latestRemoved.After(pl.earliestKept)
-	if strings.HasPrefix(key, lance.DataDir) {
-		if pl.p.DeleteUnverified {
-			return true
-		}
-		if threshold := pl.now.Add(-pl.p.unverifiedAfter()); ok && threshold.After(since) {
-			since = threshold
-		}
+	if pl.latestRemoved.After(pl.earliestKept) {
+		return true
 	}
-	return !ok || !modified.After(since)
+	return !modified.After(pl.earliestKept)
 }
 
 // ext is the extension of a key's last segment, without the dot.
