@@ -8,17 +8,17 @@ import (
 
 // histOp is one operation of js/retention.mjs (see its header).
 type histOp struct {
-	Op      string `json:"op"`
-	From    int    `json:"from,omitempty"`
-	To      int    `json:"to,omitempty"`
-	Where   string `json:"where,omitempty"`
-	Value   string `json:"value,omitempty"`
-	Column  string `json:"column,omitempty"`
-	Type    string `json:"type,omitempty"`
-	Tag     string `json:"tag,omitempty"`
-	Back    int    `json:"back,omitempty"`
-	Branch  string `json:"branch,omitempty"`
-	What    string `json:"what,omitempty"`
+	Op     string `json:"op"`
+	From   int    `json:"from,omitempty"`
+	To     int    `json:"to,omitempty"`
+	Where  string `json:"where,omitempty"`
+	Value  string `json:"value,omitempty"`
+	Column string `json:"column,omitempty"`
+	Type   string `json:"type,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	Back   int    `json:"back,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	What   string `json:"what,omitempty"`
 }
 
 // history is one table's seeded history.

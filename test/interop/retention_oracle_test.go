@@ -49,6 +49,7 @@ const (
 
 	defaultLocalHistories = 100
 	defaultS3Histories    = 10
+	defaultAzureHistories = 6
 	defaultRetentionSeed  = 27
 	// cutoffsPerTable is how many cutoffs each table is cleaned at.
 	cutoffsPerTable = 3
@@ -65,6 +66,12 @@ func TestRetentionOracleS3(t *testing.T) {
 	t.Parallel()
 	requireNode(t) // skip before starting the S3 server when LanceDB is missing
 	runRetentionOracle(t, newS3(t), defaultS3Histories)
+}
+
+func TestRetentionOracleAzure(t *testing.T) {
+	t.Parallel()
+	requireNode(t) // skip before starting Azurite when LanceDB is missing
+	runRetentionOracle(t, newAzure(t), defaultAzureHistories)
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -116,6 +123,7 @@ func runRetentionOracle(t *testing.T, b backend, n int) {
 		hs[i] = genHistory(seed*1_000_003+uint64(i), name, dir)
 		tables[i] = &oracleTable{h: hs[i]}
 	}
+	t.Logf("retention oracle: operations drawn: %s", opCounts(hs))
 	rng := rand.New(rand.NewPCG(seed, 0xc0ff))
 	for i, bt := range d.build(t, hs) {
 		require.Equal(t, tables[i].h.Name, bt.Name)
@@ -134,6 +142,30 @@ func runRetentionOracle(t *testing.T, b backend, n int) {
 	verifyAllVersions(t, d, tables)
 	t.Logf("retention oracle: %d histories in %v: %d cleanup steps compared, %d versions and %d files removed equal to Lance's (%v), %d steps with deleteUnverified deleted %d unverified files, %d refusals for tagged versions checked",
 		n, time.Since(start).Round(time.Millisecond), stats.steps, stats.versions, stats.files, stats.byWhy, stats.unverifiedSteps, stats.unverifiedDeleted, stats.refusals)
+}
+
+// opCounts counts the operations of the histories by kind, for the log.
+func opCounts(hs []history) string {
+	counts := map[string]int{}
+	for _, h := range hs {
+		for _, op := range h.Ops {
+			k := op.Op
+			if op.Op == "orphan" || op.Op == "index" {
+				k += "/" + op.What + op.Type
+			}
+			counts[k]++
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s %d, ", k, counts[k])
+	}
+	return strings.TrimSuffix(b.String(), ", ")
 }
 
 // pickCutoffs places up to cutoffsPerTable cutoffs mid-gap between versions
