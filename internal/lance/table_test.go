@@ -50,7 +50,9 @@ func TestReadFixture(t *testing.T) {
 
 	v3keys, v3idx := tb.Versions[2].Refs()
 	require.Empty(t, v3idx, "version 3 predates the index")
-	require.True(t, slices.ContainsFunc(v3keys, func(k string) bool { return strings.HasPrefix(k, DeletionsDir+"0-2-") && strings.HasSuffix(k, ".arrow") }),
+	require.True(t, slices.ContainsFunc(v3keys, func(k string) bool {
+		return strings.HasPrefix(k, DeletionsDir+"0-2-") && strings.HasSuffix(k, ".arrow")
+	}),
 		"version 3's delete wrote _deletions/{fragment 0}-{read version 2}-{id}.arrow: %v", v3keys)
 	_, v4idx := tb.Versions[3].Refs()
 	require.Len(t, v4idx, 1)
@@ -156,13 +158,17 @@ func TestRefusals(t *testing.T) {
 			editFile(t, v6(root), func(b []byte) []byte { return b[:len(b)-3] })
 		}, "", "footer magic"},
 		{"manifest length disagrees with the footer", func(t *testing.T, root string) {
-			editFile(t, v6(root), func(b []byte) []byte { return append(b[:len(b)-footerLen:len(b)-footerLen], append([]byte{0}, b[len(b)-footerLen:]...)...) })
+			editFile(t, v6(root), func(b []byte) []byte {
+				return append(b[:len(b)-footerLen:len(b)-footerLen], append([]byte{0}, b[len(b)-footerLen:]...)...)
+			})
 		}, "", "but the footer starts"},
 		{"footer version", func(t *testing.T, root string) {
 			editFile(t, v6(root), func(b []byte) []byte { b[len(b)-6] = 3; return b })
 		}, "", "footer version 0.3"},
 		{"unknown field in a fragment", editMsg(func(t *testing.T, m []byte) []byte {
-			return editFragments(t, m, func(f []byte) []byte { return protowire.AppendVarint(protowire.AppendTag(f, 99, protowire.VarintType), 1) })
+			return editFragments(t, m, func(f []byte) []byte {
+				return protowire.AppendVarint(protowire.AppendTag(f, 99, protowire.VarintType), 1)
+			})
 		}), "", "DataFragment has field 99"},
 		{"data file under a base path", editMsg(func(t *testing.T, m []byte) []byte {
 			return editFragments(t, m, func(f []byte) []byte {
