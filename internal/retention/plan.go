@@ -90,6 +90,9 @@ func Compute(t *lance.Table, p Policy, now time.Time) (Plan, error) {
 	if err := p.Validate(); err != nil {
 		return Plan{}, err
 	}
+	if len(t.Versions) == 0 {
+		return Plan{}, fmt.Errorf("plan %s: the table has no version (lance.ReadTable refuses such a table)", t.Dir)
+	}
 	pl := &planner{t: t, p: p, now: now, cutoff: p.Cutoff(now),
 		referenced: newRefs(), verified: newRefs(), removed: map[uint64]lance.Version{}}
 	pl.classify()

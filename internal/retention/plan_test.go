@@ -235,3 +235,8 @@ func TestPolicyValidate(t *testing.T) {
 	require.Equal(t, now.Add(-time.Hour), Policy{OlderThan: time.Hour}.Cutoff(now))
 	require.Equal(t, t0, Policy{Before: t0}.Cutoff(now))
 }
+
+func TestComputeNeedsAVersion(t *testing.T) {
+	_, err := Compute(&lance.Table{Dir: "t.lance/"}, Policy{Before: t0}, now)
+	require.ErrorContains(t, err, "no version")
+}

@@ -1,6 +1,8 @@
 // Package interop holds the interop suite: reaper against databases written
 // by the real LanceDB client (@lancedb/lancedb from npm, driven through
 // js/lancedb.mjs with Node), on a local directory and on S3 (versitygw).
+// The retention oracle (retention_oracle_test.go, js/retention.mjs) checks
+// reaper's retention plan against the client's own cleanup, file for file.
 //
 // Run it with `make interop`, which installs the npm packages (npm install
 // with the committed package-lock.json), builds reaper and the S3 test

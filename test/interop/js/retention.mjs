@@ -58,6 +58,24 @@ const MAX_OPTIMIZE_CALLS = 6;
 // CONCURRENCY caps the tables worked on at once: index builds share one
 // DataFusion memory pool (150 MB), which about 300 concurrent builds exhaust.
 const CONCURRENCY = 64;
+// HEAVY caps the index builds and optimizations running at once: each
+// bitmap or btree build reserves 40 MB of that pool for its sort, so four at
+// once already fail with "Resources exhausted".
+const HEAVY = 2;
+
+// heavy runs fn when fewer than HEAVY heavy calls are running.
+let heavyRunning = 0;
+const heavyWaiting = [];
+async function heavy(fn) {
+  while (heavyRunning >= HEAVY) await new Promise((r) => heavyWaiting.push(r));
+  heavyRunning++;
+  try {
+    return await fn();
+  } finally {
+    heavyRunning--;
+    heavyWaiting.shift()?.();
+  }
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -154,11 +172,11 @@ async function apply(db, spec, t, op) {
     case "index":
       // A vector index needs rows to train on: a table whose rows were all
       // deleted gets a scalar index instead.
-      if (op.type === "ivf_flat" && (await t.countRows()) < 2) await t.createIndex("id", { config: indexConfig("btree"), replace: true });
-      else await t.createIndex(op.column, { config: indexConfig(op.type), replace: true });
+      if (op.type === "ivf_flat" && (await t.countRows()) < 2) await heavy(() => t.createIndex("id", { config: indexConfig("btree"), replace: true }));
+      else await heavy(() => t.createIndex(op.column, { config: indexConfig(op.type), replace: true }));
       return t;
     case "optimize":
-      await t.optimize();
+      await heavy(() => t.optimize());
       return t;
     case "tag":
       await (await t.tags()).create(op.tag, Math.max(1, (await t.version()) - (op.back ?? 0)));
@@ -217,7 +235,7 @@ async function build(db, spec) {
   let calls = 0;
   for (;;) {
     const before = (await t.listVersions()).length;
-    await t.optimize({ cleanupOlderThan: new Date(0) });
+    await heavy(() => t.optimize({ cleanupOlderThan: new Date(0) }));
     calls++;
     if ((await t.listVersions()).length === before) break;
     if (calls === MAX_OPTIMIZE_CALLS) throw new Error(`table ${spec.name}: optimize still makes versions after ${calls} calls`);
@@ -236,7 +254,7 @@ async function cleanup(db, spec) {
   const before = (await t.listVersions()).length;
   let refused = "";
   try {
-    await t.optimize({ cleanupOlderThan: new Date(spec.cutoff_ms), deleteUnverified: spec.delete_unverified });
+    await heavy(() => t.optimize({ cleanupOlderThan: new Date(spec.cutoff_ms), deleteUnverified: spec.delete_unverified }));
   } catch (e) {
     refused = String(e?.message ?? e);
   }
