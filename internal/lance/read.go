@@ -2,6 +2,7 @@ package lance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -22,27 +23,16 @@ const maxRefBytes = 1 << 20
 // ReadConcurrency is how many manifests ReadTable reads at once.
 const ReadConcurrency = 8
 
-// errTooLarge is a file larger than its cap.
-type errTooLarge struct {
-	key   string
-	size  int
-	limit int
-}
-
-func (e *errTooLarge) Error() string {
-	return fmt.Sprintf("%s is %d bytes, more than the reader's cap of %d", e.key, e.size, e.limit)
-}
-
-// get is every read of the package: one object, whole, at most limit bytes.
-// A larger object is a format error (the table is unsupported), not an I/O
-// failure.
-func get(ctx context.Context, store objstore.Store, key string, limit int) ([]byte, error) {
-	body, _, err := store.Get(ctx, key)
+// get is every read of the package: one object, whole, at most limit bytes
+// (the store never reads past it). A larger object is a format error (the
+// table is unsupported), not an I/O failure.
+func get(ctx context.Context, store objstore.Store, key string, limit int64) ([]byte, error) {
+	body, _, err := store.Get(ctx, key, limit)
+	if errors.Is(err, objstore.ErrTooLarge) {
+		return nil, unsupportedf("%s is larger than the reader's cap of %d bytes", key, limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	if len(body) > limit {
-		return nil, unsupportedf("%s", (&errTooLarge{key: key, size: len(body), limit: limit}).Error())
 	}
 	return body, nil
 }

@@ -317,7 +317,7 @@ func TestGetCap(t *testing.T) {
 	_, err = get(ctx, mem, "t.lance/_versions/1.manifest", 99)
 	var fe *formatError
 	require.ErrorAs(t, err, &fe)
-	require.Contains(t, err.Error(), "100 bytes, more than the reader's cap of 99")
+	require.Contains(t, err.Error(), "t.lance/_versions/1.manifest is larger than the reader's cap of 99 bytes")
 	body, err := get(ctx, mem, "t.lance/_versions/1.manifest", 100)
 	require.NoError(t, err)
 	require.Len(t, body, 100)
