@@ -31,6 +31,10 @@ func TestQuietAndLogs(t *testing.T) {
 		{"hold -q", []string{"hold", "--quiet", "--root", root, "--reason", "x", "b"}, ""},
 		{"release -q", []string{"release", "-q", "--root", root, "a", "b"}, ""},
 		{"status -q", []string{"status", "-q", "--root", root}, "NAME"},
+		// purge and run read the configuration's log.level (info by
+		// default); -q used to lose to it and print INFO lines.
+		{"purge -q", []string{"purge", "-q", "--root", root}, ""},
+		{"purge -q --set", []string{"purge", "-q", "--root", root, "--set", "limits.table_concurrency=2"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, tc.args...)

@@ -153,7 +153,8 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	if so.LogFormat == "" && (f.ConfigPath != "" || envFormat) {
 		so.LogFormat = cfg.Log.Format
 	}
-	if so.LogLevel == "" {
+	if so.LogLevel == "" && !so.Quiet {
+		// -q is a flag: it wins over log.level as --log-level does.
 		so.LogLevel = cfg.Log.Level
 	}
 	log, err := so.logger()
