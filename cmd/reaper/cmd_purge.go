@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -253,9 +254,13 @@ func skipReason(d worker.Decision) string {
 	case outcome.ReasonLocked:
 		var le *reaper.LockedError
 		if errors.As(d.Err, &le) {
-			return "locked: " + leaseHolder(&le.Holder)
+			at := le.TakeoverAt
+			if le.Never() {
+				at = time.Time{}
+			}
+			return "locked: " + leaseHolder(&le.Holder, at)
 		}
-		return "locked: " + leaseHolder(d.Status.Lease)
+		return "locked: " + leaseHolder(d.Status.Lease, d.Status.LeaseTakeoverAt)
 	case outcome.ReasonHeld:
 		if d.Status.Hold != nil {
 			return "held: legal hold (" + d.Status.Hold.Reason + "); 'reaper release' lifts it"
@@ -296,15 +301,18 @@ func invalidMessage(s reaper.TableStatus) string {
 	return "future-dated marker: " + s.Problem
 }
 
-// leaseHolder names who holds a lease and until when.
-func leaseHolder(l *reaper.LeaseInfo) string {
-	if l == nil {
+// leaseHolder names who holds a lease and from when, by the store's clock,
+// it may be taken over (takeoverAt zero: never, or not known).
+func leaseHolder(l *reaper.LeaseInfo, takeoverAt time.Time) string {
+	switch {
+	case l == nil:
 		return "another process holds the table's lease"
-	}
-	if l.ExpiresAt.IsZero() {
+	case strings.HasPrefix(l.Owner, "unreadable lease"):
 		return l.Owner
+	case takeoverAt.IsZero():
+		return fmt.Sprintf("lease held by %s, never taken over (a TTL of centuries): if no process holds it, delete the table's .reaper-lock by hand", l.Owner)
 	}
-	return fmt.Sprintf("lease held by %s until %s", l.Owner, formatTime(l.ExpiresAt))
+	return fmt.Sprintf("lease held by %s; if that process is gone, it can be taken over from %s", l.Owner, formatTime(takeoverAt))
 }
 
 func sortByName[T any](s []T, name func(T) string) {

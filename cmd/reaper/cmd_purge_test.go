@@ -280,7 +280,36 @@ func TestPurgeSkipsLocked(t *testing.T) {
 	so.setClock(f.b.clock, f.now)
 	require.NoError(t, runStatus(ctx, so, &out))
 	require.Contains(t, out.String(), "purging")
-	require.Contains(t, out.String(), "lease held by other-host/42")
+	require.Contains(t, out.String(), "lease held by other-host/42; if that process is gone, it can be taken over from "+
+		formatTime(f.now.Add(time.Minute+time.Second+lifecycle.DefaultSkewAllowance)))
+}
+
+// A lease that can never be taken over (a TTL of centuries, written by
+// hand, its expires_at_ms 0) read as "held until 1970": the holder's own
+// estimate. Status and the pass now say when the store's clock lets it be
+// taken over, or that it never will.
+func TestLeaseNeverTakenOver(t *testing.T) {
+	f := newPurgeFixture(t)
+	ctx := context.Background()
+	ls, err := local.Open(f.b.opts.Root)
+	require.NoError(t, err)
+	body := `{"version":2,"owner":"forever/1","token":"00000000000000000000000000000000","generation":1,"ttl_ms":9223372036854775807,"acquired_at_ms":0,"renewed_at_ms":0,"expires_at_ms":0,"nonce":"00"}`
+	_, err = f.b.clock.Wrap(ls).Put(ctx, "due.reaper-lock", []byte(body))
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	so := statusOptions{storeOptions: f.b.opts, Names: []string{"due"}}
+	so.setClock(f.b.clock, f.now)
+	require.NoError(t, runStatus(ctx, so, &out))
+	require.Contains(t, out.String(), "lease held by forever/1, never taken over")
+	require.NotContains(t, out.String(), "1970")
+
+	out.Reset()
+	_ = runPurge(ctx, f.opts(true, "due"), &out)
+	rep, _ := decodeReport(t, out.Bytes())
+	require.Len(t, rep.Skipped, 1)
+	require.Contains(t, rep.Skipped[0].Reason, "never taken over")
+	require.NotContains(t, rep.Skipped[0].Reason, "1970")
 }
 
 // TestPurgeDrains: after the first interrupt no new table is started.

@@ -137,11 +137,7 @@ func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string
 		notes = append(notes, "a purge committed and deleted part of it: it cannot be revived; the next purge finishes it")
 	}
 	if s.Lease != nil {
-		l := "lease held by " + s.Lease.Owner
-		if !s.Lease.ExpiresAt.IsZero() {
-			l += " until " + formatTime(s.Lease.ExpiresAt)
-		}
-		notes = append(notes, l)
+		notes = append(notes, leaseHolder(s.Lease, s.LeaseTakeoverAt))
 	}
 	if len(notes) == 0 {
 		return "-" // a trailing empty cell would leave padding at the line end

@@ -69,6 +69,11 @@ type TableStatus struct {
 	FutureDated bool
 	// Lease is the holder while a lease is held (purging, or a revive).
 	Lease *lock.Info
+	// LeaseTakeoverAt is when, by the store's clock, the lease may be taken
+	// over if its holder is gone (its LastModified + TTL + resolution +
+	// skew allowance: not the holder's own expires_at_ms); zero when it
+	// never can (a TTL of centuries) or the lease is unreadable.
+	LeaseTakeoverAt time.Time
 	// Hold is set while a legal hold blocks purges of the table.
 	Hold *Hold
 	// Commit is set when a purge committed against the current marker
@@ -213,8 +218,11 @@ func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntr
 		info, err := lock.Read(ctx, ns.store, LockKey(name))
 		switch {
 		case err == nil:
-			if now.Before(info.TakeoverAt(info.Modified, ns.opts.SkewAllowance)) {
+			if at := info.TakeoverAt(info.Modified, ns.opts.SkewAllowance); now.Before(at) {
 				s.Lease = &info
+				if !info.TakeoverNever(info.Modified, ns.opts.SkewAllowance) {
+					s.LeaseTakeoverAt = at
+				}
 			}
 		case errors.Is(err, objstore.ErrNotFound):
 		default:

@@ -26,7 +26,14 @@ type LockedError struct {
 	TakeoverAt time.Time
 }
 
+// Never reports a lease that is never taken over (a TTL of centuries).
+func (e *LockedError) Never() bool { return e.TakeoverAt.Sub(e.Holder.Modified) >= neverAfter }
+
 func (e *LockedError) Error() string {
+	if e.Never() {
+		return fmt.Sprintf("lock %q is held by %s (generation %d) with a TTL of centuries: it is never taken over; if no process holds it, delete %s by hand",
+			e.Key, e.Holder.Owner, e.Holder.Generation, e.Key)
+	}
 	at := e.TakeoverAt.UTC().Format(time.RFC3339)
 	return fmt.Sprintf("lock %q is held by %s (generation %d); if that process is gone, the lease can be taken over from %s by the store's clock",
 		e.Key, e.Holder.Owner, e.Holder.Generation, at)

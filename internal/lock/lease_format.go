@@ -49,6 +49,18 @@ type Info struct {
 	Modified time.Time
 }
 
+// neverAfter is how far out a takeover may lie and still be reported as a
+// time: a lease whose TTL is centuries (hand-written, or a saturated
+// TakeoverAt) is never taken over, and saying "from 2318" or printing the
+// holder's own expires_at_ms (0: "1970") would mislead.
+const neverAfter = 100 * 365 * 24 * time.Hour
+
+// TakeoverNever reports whether the lease read with LastModified lm can
+// never be taken over (see TakeoverAt).
+func (i Info) TakeoverNever(lm time.Time, skew time.Duration) bool {
+	return i.TakeoverAt(lm, skew).Sub(lm) >= neverAfter
+}
+
 // TakeoverAt is the earliest store time at which a contender may take over
 // the lease read with LastModified lm: a whole TTL after its last write,
 // plus the store's time resolution (LastModified may be truncated) and the
