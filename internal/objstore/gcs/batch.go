@@ -3,6 +3,7 @@ package gcs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -46,8 +47,11 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 				mu.Lock()
 				stopped := stop
 				mu.Unlock()
-				err := stopped
-				if err == nil {
+				var err error
+				if stopped != nil {
+					// The error names the key that stopped the batch.
+					err = fmt.Errorf("delete %s: not sent: the batch stopped: %w", k, stopped)
+				} else {
 					err = s.Delete(ctx, k)
 				}
 				if err == nil {

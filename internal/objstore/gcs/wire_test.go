@@ -231,3 +231,47 @@ func TestWireGet(t *testing.T) {
 		})
 	}
 }
+
+// countFence allows n mutating requests, then refuses every later one.
+type countFence struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (f *countFence) Allow() (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		return 0, errors.New("lease lost (test)")
+	}
+	f.n--
+	return 0, nil
+}
+
+// Keys a batch never sent after the fence stopped it say "not sent" and
+// name themselves: before, they carried the stopping key's error, naming
+// another key.
+func TestDeleteBatchNotSentAfterAStop(t *testing.T) {
+	srv := objstoretest.GCS(t)
+	loc, err := objstore.ParseLocation(srv.URI("db"))
+	require.NoError(t, err)
+	st, err := gcs.Open(t.Context(), loc, srv.Options())
+	require.NoError(t, err)
+	st.DeleteConcurrency = 1
+	keys := []string{"a", "b", "c", "d"}
+	for _, k := range keys {
+		_, err := st.Put(t.Context(), k, []byte(k))
+		require.NoError(t, err)
+	}
+	ctx := objstore.WithFence(t.Context(), &countFence{n: 1})
+	err = st.DeleteBatch(ctx, keys)
+	var be *objstore.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Failed, 3)
+	require.Equal(t, "b", be.Failed[0].Key)
+	require.NotContains(t, be.Failed[0].Err.Error(), "not sent", "b was refused by the fence itself")
+	for _, f := range be.Failed[1:] {
+		require.ErrorIs(t, f.Err, objstore.ErrFenced, f.Key)
+		require.Contains(t, f.Err.Error(), "delete "+f.Key+": not sent", f.Key)
+	}
+}
