@@ -224,3 +224,30 @@ func TestAdversaryReadOnlyCommandsKeepUserFiles(t *testing.T) {
 	require.NoError(t, err)
 	requireFiles(t, dir, user)
 }
+
+// A marker with a TTL below any floor and no table beside it is an orphan
+// marker, which the pass's rails let through. A table moved in after the
+// plan (mv keeps its files' times, older than the drop, so the identity
+// fence passes them) must not be purged under that judgement: the purge
+// stops with a conflict, nothing deleted, and the next plan sees the data.
+func TestAdversaryOrphanPlannedTableMovedIn(t *testing.T) {
+	w, root := localWorld(t)
+	ctx := context.Background()
+	p := w.proc("purger", 0)
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"t.lance/_versions/1.manifest": "m", "t.lance/data/a.lance": "a"})
+	_, err := w.store.Put(ctx, MarkerKey("t"), EncodeMarker(time.Now(), time.Millisecond))
+	require.NoError(t, err)
+	w.advance(time.Second)
+	plan, err := p.ns.PlanPurge(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, plan.Due, 1)
+	require.Equal(t, StateOrphanMarker, plan.Due[0].State)
+
+	require.NoError(t, os.Rename(filepath.Join(outside, "t.lance"), filepath.Join(root, "t.lance")))
+	_, err = p.ns.Purge(ctx, "t", PurgeOptions{Planned: &plan.Due[0]})
+	require.ErrorIs(t, err, ErrConflict)
+	require.ErrorContains(t, err, "plans the table again")
+	requireFiles(t, root, map[string]string{"t.lance/_versions/1.manifest": "m", "t.lance/data/a.lance": "a"})
+	require.Equal(t, StateSoftDeleted, statusOf(t, p.ns, "t").State, "the next plan sees a table, not an orphan marker")
+}

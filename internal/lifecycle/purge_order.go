@@ -279,6 +279,15 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		}
 		return res, untouched(err)
 	}
+	// A plan that saw no data judged the table as an orphan marker, which
+	// the pass's rails let through whatever its TTL (nothing to protect).
+	// Data found now (a table moved in with its old times, which the fence
+	// cannot tell from the drop's) voids that judgement: the next pass
+	// plans it again, rails and all.
+	if commit == nil && opts.Planned != nil && opts.Planned.Name == name &&
+		opts.Planned.State == StateOrphanMarker && manifests.n+rest.n > 0 {
+		return res, &ConflictError{Name: name, Reason: "the plan saw no data (an orphan marker, exempt from the TTL floor and the blast radius) and the walk found some: the next pass plans the table again; nothing was deleted"}
+	}
 
 	// 4. Guard, then commit.
 	if err := g.check(ctx); err != nil {
