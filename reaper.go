@@ -15,6 +15,9 @@
 //   - purging: soft-deleted, and a process holds the table's lease.
 //   - partially_purged: a purge committed and stopped part way; it cannot
 //     be revived, and the next purge finishes it whatever its TTL.
+//   - stuck: a committed purge could not finish and needs a person (its
+//     marker was removed by hand, or something was written into it);
+//     Problem says what to do.
 //   - orphan_marker: a marker without data (a purge removes the marker).
 //   - invalid_marker: the marker does not parse; never purged.
 //   - unreadable: the marker or the legal hold exists but could not be read
@@ -25,9 +28,10 @@
 // Errors are wrapped; branch on them with errors.Is against the sentinels
 // below (ErrNotFound, ErrAlreadyDeleted, ErrNotSoftDeleted, ErrNotPurgeable,
 // ErrInvalidMarker, ErrConflict, ErrInvalidName, ErrLocked, ErrHeld,
-// ErrPaused, ErrPartiallyPurged, ErrNotATable, ErrLeaseLost), and with
-// errors.As for the details: *NotDueError (when the table becomes due),
-// *ConflictError (what changed) and *LockedError (who holds the lease).
+// ErrPaused, ErrPartiallyPurged, ErrNotATable, ErrLeaseLost, ErrStuck,
+// ErrUndeletableKey), and with errors.As for the details: *NotDueError
+// (when the table becomes due), *ConflictError (what changed), *StuckError
+// (what a person must do) and *LockedError (who holds the lease).
 // A cancelled context stops any call; errors.Is(err, context.Canceled) then.
 package reaper
 
@@ -54,7 +58,7 @@ import (
 type (
 	// TableStatus is one name of a root with its state.
 	TableStatus = lifecycle.TableStatus
-	// State is exists, soft_deleted, purging, partially_purged,
+	// State is exists, soft_deleted, purging, partially_purged, stuck,
 	// orphan_marker, invalid_marker, unreadable, not_a_table or not_found.
 	State = lifecycle.State
 	// Marker is a parsed <name>.deleted marker.
@@ -71,6 +75,8 @@ type (
 	NotDueError = lifecycle.NotDueError
 	// ConflictError says why a purge refused a table written after its drop.
 	ConflictError = lifecycle.ConflictError
+	// StuckError says why a committed purge cannot finish and what to do.
+	StuckError = lifecycle.StuckError
 	// LeaseInfo describes the holder of a table's lifecycle lease.
 	LeaseInfo = lock.Info
 	// LockedError names the holder when a lease is taken (errors.Is ErrLocked).
@@ -126,6 +132,13 @@ var (
 	// ErrLeaseLost: the work stopped because its lease was, or may have
 	// been, lost (a pause longer than the lease, a takeover).
 	ErrLeaseLost = lock.ErrLost
+	// ErrStuck: a purge that had committed (deleted part of the table)
+	// cannot finish without a person; errors.As a *StuckError for what to
+	// do. The table's state is then stuck.
+	ErrStuck = lifecycle.ErrStuck
+	// ErrUndeletableKey: the table holds an object whose name reaper cannot
+	// delete safely; the purge refused it before deleting anything.
+	ErrUndeletableKey = lifecycle.ErrUndeletableKey
 )
 
 // Defaults.
