@@ -39,6 +39,15 @@ var (
 	// can tell in the same request (local: a directory, even an empty one)
 	// say so, and always together with ErrNotFound.
 	ErrIsFolder = errors.New("the key names a folder")
+	// ErrRootChanged: the root no longer names the directory the store
+	// opened and checked (a symbolic link repointed, a directory swapped in
+	// with mv); nothing was done through it. A *RootChangedError says what
+	// changed.
+	ErrRootChanged = errors.New("the root changed")
+	// ErrMountPoint: a walk, delete or prune met an entry on another mount
+	// than the root's (a file system or a bind mount mounted inside the
+	// root) and did not cross it.
+	ErrMountPoint = errors.New("mount point")
 )
 
 // Object describes one stored object.
@@ -125,6 +134,11 @@ type Page struct {
 //   - Local roots never follow a symbolic link below the root: a link is an
 //     object (listed, walked and deleted as the link itself); a link where a
 //     directory is expected is never entered.
+//   - Local roots act on the one root directory the store opened: once the
+//     root path names another directory (a symlink flip, a directory swapped
+//     in with mv) or nothing, every call fails with ErrRootChanged, having
+//     read and changed nothing through it. A new store adopts what the path
+//     names then.
 type Store interface {
 	List(ctx context.Context, prefix string, fn func(Page) error) error
 	Walk(ctx context.Context, prefix string, fn func([]Object) error) error

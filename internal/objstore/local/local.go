@@ -38,18 +38,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // Store is a filesystem-backed objstore.Store rooted at one directory.
 type Store struct {
-	root     string
+	root string
+	// id is the root directory Open checked: every call acts on it or
+	// fails (root.go).
+	id       identity
 	pageSize int
 	// cleaned holds the directory keys this Store has written into and so
 	// cleaned of stale temp files (see cleanStaleTemps).
@@ -80,17 +83,18 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open local store %q: path is not absolute; pass an absolute directory such as /data/lance", dir)
 	}
 	dir = filepath.Clean(dir)
-	fi, err := os.Stat(dir)
+	fd, id, err := openRootDir(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, unix.ENOENT):
 		return nil, fmt.Errorf("open local store %s: %w", dir, &objstore.MisconfiguredError{
 			Problem: "directory does not exist", Fix: fmt.Sprintf("create it (mkdir -p %s) or fix the root URI", dir), Err: err})
-	case err != nil:
-		return nil, fmt.Errorf("open local store %s: %w", dir, err)
-	case !fi.IsDir():
+	case errors.Is(err, unix.ENOTDIR):
 		return nil, fmt.Errorf("open local store %s: not a directory; point the root URI at the directory holding the tables", dir)
+	case err != nil:
+		return nil, wrapErr("open local store", dir, err)
 	}
-	s := &Store{root: dir, pageSize: objstore.DefaultPageSize}
+	_ = unix.Close(fd)
+	s := &Store{root: dir, id: id, pageSize: objstore.DefaultPageSize}
 	for _, o := range opts {
 		o(s)
 	}

@@ -56,20 +56,6 @@ func isNoDir(err error) bool {
 	return errors.As(err, &nd)
 }
 
-// openRoot opens the root directory. The root path is the only one
-// resolved by the kernel whole, links included: the user chose it.
-func (s *Store) openRoot() (int, error) {
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Open(s.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
-		return -1, fmt.Errorf("open root %s: %w", s.root, err)
-	}
-	return fd, nil
-}
-
 // openChain opens the directory dirKey ("" or ending in "/") component by
 // component without following any link. A component that is missing, a
 // file or a link fails with a noDirError.
