@@ -233,6 +233,12 @@ func (l *Lease) renewLoop(ctx context.Context) {
 				l.lose(err)
 				return
 			}
+			if errors.Is(err, objstore.ErrRootChanged) {
+				// The lease's key now resolves in another directory: no
+				// renewal can reach this lease again, and the loss says why.
+				l.lose(fmt.Errorf("lock %q: %w: %w", l.key, ErrLost, err))
+				return
+			}
 			if ctx.Err() == nil {
 				l.c.log.WarnContext(l.logCtx, "renew lease", append(l.attrs(), "error", err)...)
 			}

@@ -83,6 +83,10 @@ const (
 	// ReasonInvalidKey: the table holds an object whose name reaper cannot
 	// delete safely; refused before the commit, nothing deleted.
 	ReasonInvalidKey Reason = "invalid_key"
+	// ReasonRootChanged: a local root's path came to name another
+	// directory than the one the pass opened (a symlink flip, a directory
+	// swapped with mv), or none; nothing was done through the new path.
+	ReasonRootChanged Reason = "root_changed"
 )
 
 // Reasons of a conflict and of refused roots
@@ -103,7 +107,7 @@ func SkipReasons() []Reason {
 // FailureReasons lists the reasons of failed tables.
 func FailureReasons() []Reason {
 	return []Reason{ReasonIO, ReasonInvalidMarker, ReasonFutureMarker, ReasonLeaseLost, ReasonLive,
-		ReasonNotFound, ReasonNotATable, ReasonStuck, ReasonInvalidKey}
+		ReasonNotFound, ReasonNotATable, ReasonStuck, ReasonInvalidKey, ReasonRootChanged}
 }
 
 // RefusalReasons lists why a whole root purged nothing.

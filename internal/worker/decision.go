@@ -7,6 +7,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -45,6 +46,15 @@ func classify(res lifecycle.PurgeResult, err error) (outcome.Action, outcome.Rea
 		return outcome.Purged, outcome.ReasonDue, "purged"
 	case errors.As(err, &nd):
 		return outcome.Skipped, outcome.ReasonNotDue, nd.Error()
+	case errors.Is(err, objstore.ErrRootChanged):
+		// Before a lost lease: a root that moved also fails the lease's
+		// renewal and the guard, and the move is what an operator must
+		// know (another directory, perhaps a live database, is there now).
+		var rc *objstore.RootChangedError
+		if errors.As(err, &rc) {
+			return outcome.Failed, outcome.ReasonRootChanged, rc.Error()
+		}
+		return outcome.Failed, outcome.ReasonRootChanged, err.Error()
 	case errors.Is(err, lock.ErrLost):
 		// Before anything else: work stopped because the lease may be gone
 		// is a failure, whatever the request it cut short said.
