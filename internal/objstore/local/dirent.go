@@ -105,9 +105,19 @@ func (r *dirReader) isDir(e dirent) (dir, gone bool, err error) {
 	return isDir(&st), false, nil
 }
 
+// ownTemp reports whether the entry e is a temp file of reaper's
+// (isOwnTemp): one lstat, only for an entry named like one.
+func (r *dirReader) ownTemp(e dirent) bool {
+	if !isTempName(e.name) || (e.typ != unix.DT_REG && e.typ != unix.DT_UNKNOWN) {
+		return false
+	}
+	st, err := lstatAt(r.fd, e.name)
+	return err == nil && isOwnTemp(e.name, &st)
+}
+
 // readChunk reads at least max entries (all when max < 0) or up to the end
 // of the directory, keeping the names that start with namePrefix and are
-// not reaper's temp files. Directories carry a trailing "/" so "a.lance/x"
+// not reaper's temp files (ownTemp). Directories carry a trailing "/" so "a.lance/x"
 // sorts after "a.lance.deleted", as the keys do; every other entry (file,
 // link, fifo, socket, device) is an object. eof reports the directory is
 // exhausted. A directory removed while it is read has no more entries.
@@ -128,9 +138,10 @@ func (r *dirReader) readChunk(ctx context.Context, namePrefix string, max int) (
 		if !ok {
 			return names, true, nil
 		}
-		// Only names exactly like reaper's own temp files are hidden: a user
-		// file called .reaper-tmp-notes is an object like any other.
-		if isTempName(e.name) || !strings.HasPrefix(e.name, namePrefix) {
+		// Only reaper's own temp files are hidden (name, type and mark): a
+		// user's file named like one, inside a table or anywhere, is an
+		// object like any other, walked, fenced and deleted with the rest.
+		if !strings.HasPrefix(e.name, namePrefix) || r.ownTemp(e) {
 			continue
 		}
 		dir, gone, err := r.isDir(e)

@@ -22,6 +22,15 @@ func writeFile(t *testing.T, dir, rel, body string) string {
 	return p
 }
 
+// crashedTemp leaves at dir/rel a temp file as a writer killed mid-write
+// leaves one: a regular file carrying the sticky bit, reaper's temp mark.
+func crashedTemp(t *testing.T, dir, rel string) string {
+	t.Helper()
+	p := writeFile(t, dir, rel, "half a lease")
+	require.NoError(t, os.Chmod(p, 0o644|os.ModeSticky), "mark %s", rel)
+	return p
+}
+
 // symlink creates the link dir/rel pointing at target.
 func symlink(t *testing.T, target, dir, rel string) {
 	t.Helper()

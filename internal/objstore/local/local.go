@@ -108,8 +108,10 @@ func (s *Store) URI() string {
 }
 
 // checkKey validates an object key. On top of the shared grammar it rejects
-// a trailing "/" (that names a directory, not a file) and the temp-file
-// prefix (such a file would be invisible to listings).
+// a trailing "/" (that names a directory, not a file). Any name the walk
+// can hand out is a key every read and delete accepts, temp-like names
+// included: a key the walk sees but a delete refuses would leave a
+// committed purge unfinishable.
 func checkKey(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -120,9 +122,19 @@ func checkKey(ctx context.Context, key string) error {
 	if strings.HasSuffix(key, "/") {
 		return fmt.Errorf("%w: %q ends in \"/\"", objstore.ErrInvalidKey, key)
 	}
+	return nil
+}
+
+// checkWriteKey is checkKey for a write, which also refuses a name of the
+// temp files' form in any segment: a write must never replace a temp file
+// in flight, nor make a directory named like one.
+func checkWriteKey(ctx context.Context, key string) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
 	for _, seg := range strings.Split(key, "/") {
 		if isTempName(seg) {
-			return fmt.Errorf("%w: %q is named like reaper's temp files (%s followed by 26 letters and digits)", objstore.ErrInvalidKey, key, tmpPrefix)
+			return fmt.Errorf("%w: %q is named like reaper's temp files (%s followed by 26 letters and digits); reaper does not write such a key", objstore.ErrInvalidKey, key, tmpPrefix)
 		}
 	}
 	return nil

@@ -128,43 +128,56 @@ func TestPruneEmptyParents(t *testing.T) {
 	require.Empty(t, entries, "root entries after deleting everything")
 }
 
+// Temp files a crashed writer left (reaper's name, a regular file, the
+// sticky bit: crashedTemp) are hidden from listings and walks. A user's
+// file that merely has such a name, anywhere, inside a table too, is an
+// object like any other: listed, walked, read, deleted. Only writes refuse
+// such a key.
 func TestTempFilesInvisible(t *testing.T) {
 	root := t.TempDir()
 	s := open(t, root)
 	ctx := t.Context()
 	_, err := s.Put(ctx, "t/x", []byte("x"))
 	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "u"), 0o755))
 	crashed := ".reaper-tmp-" + rand.Text() // exactly a temp name of reaper's
 	for _, p := range []string{crashed, "t/" + crashed} {
-		require.NoError(t, os.WriteFile(filepath.Join(root, p), []byte("partial"), 0o644))
+		crashedTemp(t, root, p)
 	}
-	// A user's file that merely starts like one is an ordinary object.
-	require.NoError(t, os.WriteFile(filepath.Join(root, "u", ".reaper-tmp-notes"), nil, 0o644))
+	// A user's files that are named like one, or merely start like one.
+	users := []string{"u/.reaper-tmp-notes", "t.lance/data/.reaper-tmp-" + rand.Text(), "t.lance/.reaper-tmp-" + rand.Text() + "/part-0"}
+	for _, k := range users {
+		writeFile(t, root, k, "a user's "+k)
+	}
 
-	var listed []string
-	require.NoError(t, s.List(ctx, "t/", func(p objstore.Page) error {
-		for _, o := range p.Objects {
-			listed = append(listed, o.Key)
-		}
-		return nil
-	}))
-	require.Equal(t, []string{"t/x"}, listed, "listed under t/: got/want")
-	var walked []string
-	require.NoError(t, s.Walk(ctx, "", func(objs []objstore.Object) error {
-		for _, o := range objs {
-			walked = append(walked, o.Key)
-		}
-		return nil
-	}))
-	require.Equal(t, []string{"t/x", "u/.reaper-tmp-notes"}, walked, "walked: got/want")
+	objs, prefixes := listKeys(t, s, "t/")
+	require.Equal(t, []string{"t/x"}, objs, "listed under t/: got/want")
+	require.Empty(t, prefixes)
+	objs, _ = listKeys(t, s, "")
+	require.Empty(t, objs, "listed at the root: got/want")
+	objs, _ = listKeys(t, s, "t.lance/data/")
+	require.Equal(t, users[1:2], objs, "a user's file named like a temp file is listed")
+	require.Equal(t, []string{users[2], users[1], "t/x", users[0]}, walkKeys(t, s, ""), "walked: got/want")
 
-	for _, k := range []string{crashed, "t/" + crashed} {
+	for _, k := range users {
+		_, err := s.Head(ctx, k)
+		require.NoError(t, err, "head %s", k)
+		body, _, err := s.Get(ctx, k, 1<<10)
+		require.NoError(t, err, "get %s", k)
+		require.Equal(t, "a user's "+k, string(body))
+	}
+	require.NoError(t, s.Delete(ctx, users[1]))
+	require.NoError(t, s.DeleteBatch(ctx, users[2:]))
+	require.Empty(t, walkKeys(t, s, "t.lance/"), "a user's files named like temp files are deleted")
+
+	for _, k := range []string{crashed, "t/" + crashed, "t.lance/" + crashed + "/x"} {
 		_, err := s.Put(ctx, k, []byte("x"))
 		require.ErrorIs(t, err, objstore.ErrInvalidKey, "put reserved key %s", k)
 	}
 	_, err = s.Put(ctx, "t/.reaper-tmp-x", []byte("x"))
 	require.NoError(t, err, "only reaper's exact temp names are reserved")
+	fi, err := os.Stat(filepath.Join(root, "t", "x"))
+	require.NoError(t, err)
+	require.Zero(t, fi.Mode()&os.ModeSticky, "a published object does not keep the temp mark")
 }
 
 // TestNoTempLeftBehind checks every write path, winning or losing, cleans up

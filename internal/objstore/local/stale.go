@@ -28,13 +28,20 @@ func isTempName(name string) bool {
 	return true
 }
 
+// isOwnTemp reports whether st, the entry called name, is a temp file of
+// reaper's: named like one, a regular file, and marked (tempMark).
+func isOwnTemp(name string, st *unix.Stat_t) bool {
+	return isTempName(name) && isRegular(st) && st.Mode&tempMark != 0
+}
+
 // cleanOnce removes, the first time this Store writes into c's directory,
-// the temp files crashed writers left in that directory: regular files
-// named exactly like reaper's temp files (isTempName) whose mtime is older
-// than StaleTempAge. Each unlink is fenced. It is best effort: what it
-// cannot remove stays for the next Store. Listings never remove anything,
-// and reaper writes only at the root and in its own directories, never
-// inside a table, so it never cleans inside one.
+// the temp files crashed writers left in that directory: entries that are
+// reaper's temp files by name, type and mark (isOwnTemp) and whose mtime
+// is older than StaleTempAge. A user's file that merely has such a name is
+// never removed. Each unlink is fenced. It is best effort: what it cannot
+// remove stays for the next Store. Listings never remove anything, and
+// reaper writes only at the root and in its own directories (_reaper/, the
+// audit ledger's), never inside a table, so it never cleans inside one.
 func (s *Store) cleanOnce(ctx context.Context, c *dirChain) {
 	if _, done := s.cleaned.LoadOrStore(c.dirKey, struct{}{}); done {
 		return
@@ -56,7 +63,7 @@ func (s *Store) cleanOnce(ctx context.Context, c *dirChain) {
 			continue
 		}
 		st, err := lstatAt(fd, e.name)
-		if err != nil || !isRegular(&st) || !time.Unix(st.Mtim.Unix()).Before(cutoff) {
+		if err != nil || !isOwnTemp(e.name, &st) || !time.Unix(st.Mtim.Unix()).Before(cutoff) {
 			continue
 		}
 		if fence(ctx) != nil {

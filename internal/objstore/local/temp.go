@@ -13,10 +13,19 @@ import (
 )
 
 // tmpPrefix starts the temp files of in-flight writes: tmpPrefix and 26
-// characters of rand.Text (isTempName). Listings skip names exactly of that
-// form and keys may not use it, so a crash leaves a stray file nobody sees;
-// any other name starting with tmpPrefix is an ordinary object.
+// characters of rand.Text (isTempName). Writes may not use such a key; any
+// other name starting with tmpPrefix is an ordinary object.
 const tmpPrefix = ".reaper-tmp-"
+
+// tempMark is the mode bit that signs a temp file as reaper's: the sticky
+// bit. Linux gives it no meaning on a regular file, no tool sets it there
+// by accident (cp, tar and rsync keep it only when copying such a file),
+// every POSIX file system keeps it, and any user may set it on a file of
+// their own. writeTemp creates every temp file with it, and a published
+// object loses it, so an entry is reaper's temp file only when its name,
+// its type and this bit all say so (isOwnTemp): a user's file that merely
+// has the name is an object like any other.
+const tempMark = unix.S_ISVTX
 
 // StaleTempAge is how old a temp file must be before a write into its
 // directory removes it: a write takes milliseconds, so one this old belongs
@@ -40,7 +49,7 @@ func (s *Store) writeTemp(ctx context.Context, c *dirChain, key string, body []b
 	s.cleanOnce(ctx, c)
 	t = &tempFile{name: tmpPrefix + rand.Text()}
 	err = ignoringEINTR(func() (err error) {
-		t.fd, err = unix.Openat(c.fd(), t.name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		t.fd, err = unix.Openat(c.fd(), t.name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644|tempMark)
 		return err
 	})
 	if errors.Is(err, unix.ENOENT) {
@@ -79,13 +88,24 @@ func (t *tempFile) fill(key string, body []byte) error {
 	return nil
 }
 
-// object describes the file once published as key: call it after the
-// rename or link (and the removal of the temp name), whose ctime the
-// kernel stamps, so LastModified is what a later Head reads.
+// object describes the file once published as key, and takes its temp
+// mark off: call it after the rename or link (and the removal of the temp
+// name), whose ctime the kernel stamps, so LastModified is what a later
+// Head reads. The mark goes after the publication, so no unmarked temp
+// file ever exists; an object whose unmarking failed or was cut short by a
+// crash keeps the bit, which harms nothing (only temp names are hidden).
 func (t *tempFile) object(key string) (objstore.Object, error) {
 	st, err := fstat(t.fd)
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("stat %s: %w", key, err)
+	}
+	if st.Mode&tempMark != 0 {
+		perm := st.Mode & 0o7777 &^ tempMark
+		if ignoringEINTR(func() error { return unix.Fchmod(t.fd, perm) }) == nil {
+			if st, err = fstat(t.fd); err != nil {
+				return objstore.Object{}, fmt.Errorf("stat %s: %w", key, err)
+			}
+		}
 	}
 	return objectOf(key, &st), nil
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,10 @@ import (
 
 // A temp file left by a process killed mid-write is never listed. Only a
 // write removes one, and only in the directory it writes into, only a
-// regular file named exactly like reaper's temp files, only when older than
-// StaleTempAge, and only the first time that Store writes there. Listings
-// never remove anything.
+// temp file of reaper's (its exact name, a regular file, its mark), only
+// when older than StaleTempAge, and only the first time that Store writes
+// there. A user's file named like one is never removed. Listings never
+// remove anything.
 func TestStaleTempCleanup(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	target := writeFile(t, outside, "target", "target")
@@ -27,24 +27,27 @@ func TestStaleTempCleanup(t *testing.T) {
 	tmp := func() string { return ".reaper-tmp-" + rand.Text() }
 	entries := []struct {
 		path    string
-		kind    string // file, dir or link
+		kind    string // temp (marked), file (a user's), dir or link
 		old     bool
 		removed bool
 	}{
-		{path: "t/" + tmp(), kind: "file", old: true, removed: true},
-		{path: "t/" + tmp(), kind: "file"}, // may be a write in flight
+		{path: "t/" + tmp(), kind: "temp", old: true, removed: true},
+		{path: "t/" + tmp(), kind: "temp"},            // may be a write in flight
+		{path: "t/" + tmp(), kind: "file", old: true}, // a user's, named like one
 		{path: "t/.reaper-tmp-notes", kind: "file", old: true},
 		{path: "t/.reaper-tmp-" + rand.Text()[:25], kind: "file", old: true},
 		{path: "t/.reaper-tmp-" + strings.ToLower(rand.Text()), kind: "file", old: true},
 		{path: "t/.reaper-tmp-" + rand.Text()[:25] + "1", kind: "file", old: true},
 		{path: "t/" + tmp(), kind: "dir", old: true},
 		{path: "t/" + tmp(), kind: "link", old: true},
-		{path: "u.lance/" + tmp(), kind: "file", old: true}, // never written into
-		{path: tmp(), kind: "file", old: true},              // the root, never written into
+		{path: "u.lance/" + tmp(), kind: "temp", old: true}, // never written into
+		{path: tmp(), kind: "temp", old: true},              // the root, never written into
 	}
 	for _, e := range entries {
 		p := filepath.Join(root, e.path)
 		switch e.kind {
+		case "temp":
+			crashedTemp(t, root, e.path)
 		case "file":
 			writeFile(t, root, e.path, "half a lease")
 		case "dir":
@@ -70,17 +73,19 @@ func TestStaleTempCleanup(t *testing.T) {
 	}
 
 	s := open(t, root)
-	tempName := regexp.MustCompile(`(^|/)\.reaper-tmp-[A-Z2-7]{26}/?$`)
+	seen := map[string]bool{}
 	for _, prefix := range []string{"", "t/", "u.lance/"} {
 		objs, prefixes := listKeys(t, s, prefix)
 		for _, k := range append(objs, prefixes...) {
-			require.NotRegexp(t, tempName, k, "list %q shows a temp name", prefix)
+			seen[strings.TrimSuffix(k, "/")] = true
 		}
 		for _, k := range walkKeys(t, s, prefix) {
-			require.NotRegexp(t, tempName, k, "walk %q shows a temp name", prefix)
+			seen[k] = true
 		}
 	}
-	require.Contains(t, walkKeys(t, s, "t/"), "t/.reaper-tmp-notes", "a user file merely starting like a temp name is listed")
+	for _, e := range entries {
+		require.Equal(t, e.kind != "temp", seen[e.path], "%s (%s): listed or walked: got/want", e.path, e.kind)
+	}
 	requireAll("after listings", true)
 
 	_, err := s.Put(t.Context(), "t/x", []byte("x"))
@@ -90,7 +95,7 @@ func TestStaleTempCleanup(t *testing.T) {
 
 	// Once per directory per Store: a second write does not read t/ again,
 	// a new Store's first write does.
-	late := writeFile(t, root, "t/"+tmp(), "late")
+	late := crashedTemp(t, root, "t/"+tmp())
 	require.NoError(t, os.Chtimes(late, old, old))
 	_, err = s.Put(t.Context(), "t/y", []byte("y"))
 	require.NoError(t, err)

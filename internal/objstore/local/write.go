@@ -20,7 +20,7 @@ import (
 // Put writes body to a temp file and renames it over the key under the
 // directory's lock, so readers see the old or the new bytes, never a mix.
 func (s *Store) Put(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkWriteKey(ctx, key); err != nil {
 		return objstore.Object{}, err
 	}
 	c, t, err := s.stage(ctx, "put", key, body)
@@ -68,7 +68,7 @@ func (s *Store) Put(ctx context.Context, key string, body []byte) (objstore.Obje
 // publish its commit after another process had taken its lease over and
 // finished the table.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkWriteKey(ctx, key); err != nil {
 		return objstore.Object{}, err
 	}
 	c, t, err := s.stage(ctx, "put if absent", key, body)
@@ -116,7 +116,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (objst
 // rename. A missing parent (or one that is a file or a link) means a
 // missing key: ErrNotFound.
 func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (objstore.Object, error) {
-	if err := checkKey(ctx, key); err != nil {
+	if err := checkWriteKey(ctx, key); err != nil {
 		return objstore.Object{}, err
 	}
 	c, err := s.openChain(dirOf(key))
