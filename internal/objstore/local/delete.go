@@ -189,6 +189,8 @@ func (s *Store) unlinkAll(d *deletion, c *dirChain, keys []string, check func(*d
 			removed = true
 		case isNotFound(err), errors.Is(err, unix.EISDIR):
 			// missing, or a prefix rather than an object
+		case errors.Is(err, unix.EBUSY): // something is mounted on it
+			failed = append(failed, objstore.KeyError{Key: k, Err: fmt.Errorf("%s %s: %w", d.action, k, mountPointError(k))})
 		default:
 			failed = append(failed, objstore.KeyError{Key: k, Err: mapErr(d.action, k, fmt.Errorf("unlink: %w", err))})
 		}

@@ -18,7 +18,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) 
 	if err != nil {
 		return err
 	}
-	c, err := s.openChain(dirKey)
+	c, err := s.openChain(dirKey, crossMounts)
 	if isNoDir(err) {
 		return nil
 	}

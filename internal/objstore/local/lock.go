@@ -29,7 +29,7 @@ func (s *Store) lockDir(ctx context.Context, dirKey string, how int) (*dirChain,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, err := s.openChain(dirKey)
+		c, err := s.openChain(dirKey, rootMountOnly)
 		if err != nil {
 			return nil, err
 		}

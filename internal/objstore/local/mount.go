@@ -1,6 +1,7 @@
 package local
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -47,22 +48,46 @@ func statxDev(st *unix.Statx_t) uint64 { return unix.Mkdev(st.Dev_major, st.Dev_
 
 // fstatx describes an open file (statx with AT_EMPTY_PATH).
 func fstatx(fd int) (unix.Statx_t, error) {
-	var st unix.Statx_t
-	err := ignoringEINTR(func() error {
-		return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT, statxMask, &st)
-	})
-	return st, err
+	return statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // lstatxAt describes name inside the directory dirfd without following a
 // link. A name something is mounted on describes the mounted root, with
 // its mount id: that is how a walk sees a file bind-mounted over an entry.
 func lstatxAt(dirfd int, name string) (unix.Statx_t, error) {
+	return statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// statx is statx(2), or on a kernel without it (before 4.11) fstatat(2)
+// with the mount id and birth time left unknown: mounts are then told by
+// their device alone.
+func statx(dirfd int, name string, flags int) (unix.Statx_t, error) {
 	var st unix.Statx_t
 	err := ignoringEINTR(func() error {
-		return unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT, statxMask, &st)
+		return unix.Statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, statxMask, &st)
 	})
-	return st, err
+	if !errors.Is(err, unix.ENOSYS) {
+		return st, err
+	}
+	var old unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstatat(dirfd, name, &old, flags) }); err != nil {
+		return st, err
+	}
+	return unix.Statx_t{
+		Mask: unix.STATX_BASIC_STATS, Mode: uint16(old.Mode), Ino: old.Ino, Size: uint64(old.Size),
+		Dev_major: unix.Major(old.Dev), Dev_minor: unix.Minor(old.Dev),
+		Mtime: unix.StatxTimestamp{Sec: old.Mtim.Sec, Nsec: uint32(old.Mtim.Nsec)},
+		Ctime: unix.StatxTimestamp{Sec: old.Ctim.Sec, Nsec: uint32(old.Ctim.Nsec)},
+	}, nil
+}
+
+// statOf is the part of a statx result reaper reads, as a Stat_t.
+func statOf(st *unix.Statx_t) unix.Stat_t {
+	return unix.Stat_t{
+		Dev: statxDev(st), Ino: st.Ino, Mode: uint32(st.Mode), Size: int64(st.Size),
+		Mtim: unix.Timespec{Sec: st.Mtime.Sec, Nsec: int64(st.Mtime.Nsec)},
+		Ctim: unix.Timespec{Sec: st.Ctime.Sec, Nsec: int64(st.Ctime.Nsec)},
+	}
 }
 
 // checkMount fails, wrapping objstore.ErrMountPoint and naming key, unless

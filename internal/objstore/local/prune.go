@@ -65,7 +65,7 @@ func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
 	if err := fence(ctx); err != nil {
 		return fmt.Errorf("prune %s: %w", prefix, err)
 	}
-	c, err := s.openChain(prefix)
+	c, err := s.openChain(prefix, rootMountOnly)
 	if isNoDir(err) {
 		return nil
 	}
@@ -73,7 +73,7 @@ func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
 		return wrapErr("prune", prefix, err)
 	}
 	defer c.close()
-	p := pruner{ctx: ctx, prefix: prefix}
+	p := pruner{s: s, ctx: ctx, prefix: prefix}
 	if err := p.check(c.fd(), prefix); err != nil {
 		return err
 	}
@@ -92,6 +92,7 @@ func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
 
 // pruner walks one PruneEmpty tree through directory descriptors.
 type pruner struct {
+	s      *Store
 	ctx    context.Context
 	prefix string
 }
@@ -146,6 +147,10 @@ func (p *pruner) each(dirfd int, dirKey string, after func(dirfd int, name, key 
 		case err != nil:
 			return wrapErr("prune", p.prefix, fmt.Errorf("open %s/: %w", key, err))
 		}
+		if err := p.s.checkMount(fd, key+"/"); err != nil {
+			_ = unix.Close(fd)
+			return fmt.Errorf("prune %s: %w", p.prefix, err)
+		}
 		err = p.each(fd, key+"/", after)
 		_ = unix.Close(fd)
 		if err == nil {
@@ -169,6 +174,8 @@ func (p *pruner) rmdir(dirfd int, name, key string) error {
 		return nil
 	case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("prune %s: %s is not empty; something was written into it meanwhile", p.prefix, key)
+	case errors.Is(err, unix.EBUSY): // mounted on since it was checked
+		return fmt.Errorf("prune %s: %w", p.prefix, mountPointError(key))
 	}
 	return wrapErr("prune", p.prefix, fmt.Errorf("remove %s: %w", key, err))
 }

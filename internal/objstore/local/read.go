@@ -52,7 +52,7 @@ func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objst
 // between from blocking the open, and O_NOFOLLOW refuses a swapped-in link.
 func (s *Store) openObject(key string) (int, error) {
 	dirKey, name := splitKey(key)
-	c, err := s.openChain(dirKey)
+	c, err := s.openChain(dirKey, crossMounts)
 	if err != nil {
 		return -1, chainErr("get", key, err)
 	}
@@ -107,7 +107,7 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Object, error) {
 		return objstore.Object{}, err
 	}
 	dirKey, name := splitKey(key)
-	c, err := s.openChain(dirKey)
+	c, err := s.openChain(dirKey, crossMounts)
 	if err != nil {
 		return objstore.Object{}, chainErr("head", key, err)
 	}

@@ -56,26 +56,44 @@ func isNoDir(err error) bool {
 	return errors.As(err, &nd)
 }
 
+// mounts says whether a chain may cross into another mount (mount.go).
+type mounts bool
+
+const (
+	// crossMounts: a read, or a write; they delete nothing.
+	crossMounts mounts = false
+	// rootMountOnly: a walk, delete or prune, which stay on the root's
+	// file system.
+	rootMountOnly mounts = true
+)
+
 // openChain opens the directory dirKey ("" or ending in "/") component by
 // component without following any link. A component that is missing, a
-// file or a link fails with a noDirError.
-func (s *Store) openChain(dirKey string) (*dirChain, error) {
+// file or a link fails with a noDirError; with rootMountOnly, one on
+// another mount than the root's fails wrapping objstore.ErrMountPoint.
+func (s *Store) openChain(dirKey string, m mounts) (*dirChain, error) {
 	root, err := s.openRoot()
 	if err != nil {
 		return nil, err
 	}
 	c := &dirChain{dirKey: dirKey, segs: segments(dirKey), fds: []int{root}}
 	for i, seg := range c.segs {
+		at := strings.Join(c.segs[:i+1], "/") + "/"
 		fd, err := openDirAt(c.fd(), seg)
 		if err != nil {
 			c.close()
-			at := strings.Join(c.segs[:i+1], "/") + "/"
 			if isNotFound(err) {
 				return nil, &noDirError{at: at, err: err}
 			}
 			return nil, fmt.Errorf("open directory %s: %w", at, err)
 		}
 		c.fds = append(c.fds, fd)
+		if m == rootMountOnly {
+			if err := s.checkMount(fd, at); err != nil {
+				c.close()
+				return nil, err
+			}
+		}
 	}
 	return c, nil
 }

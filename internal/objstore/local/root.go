@@ -25,7 +25,7 @@ import (
 // anything is read or changed through it.
 
 // statxMask is what a statx of a directory or an entry asks for.
-const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_BTIME
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID | unix.STATX_BTIME
 
 // identity identifies a directory across opens.
 type identity struct {

@@ -39,7 +39,11 @@ type level struct {
 // current path and hands out pages of at most the page size. It descends
 // into directories only, each opened with O_NOFOLLOW relative to its
 // parent: a symbolic link is an object, never entered, also if it replaced
-// a directory after the directory was read.
+// a directory after the directory was read. It never leaves the root's
+// mount: a directory or file something is mounted on (a volume, a bind
+// mount) fails the walk, naming it (objstore.ErrMountPoint), since what
+// a walk hands out is what a purge deletes. It hides nothing but reaper's
+// own temp files (isOwnTemp): a walk of a table sees every entry.
 func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Object) error) error {
 	dirKey, namePrefix, err := checkPrefix(ctx, prefix)
 	if err != nil {
@@ -71,7 +75,7 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		next, obj, ok, err := visit(ctx, top, top.names[top.next])
+		next, obj, ok, err := s.visit(ctx, top, top.names[top.next])
 		top.next++
 		switch {
 		case err != nil:
@@ -99,7 +103,7 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Obje
 // openWalk opens the walk's first directory; one that crosses a link, a
 // file or nothing is an empty level.
 func (s *Store) openWalk(ctx context.Context, dirKey, namePrefix string) (level, error) {
-	c, err := s.openChain(dirKey)
+	c, err := s.openChain(dirKey, rootMountOnly)
 	if isNoDir(err) {
 		return level{dirKey: dirKey, fd: -1}, nil
 	}
@@ -114,12 +118,33 @@ func (s *Store) openWalk(ctx context.Context, dirKey, namePrefix string) (level,
 
 // visit handles one name of top: a subdirectory to enter (the returned
 // level's fd is open) or an object (ok).
-func visit(ctx context.Context, top *level, name string) (level, objstore.Object, bool, error) {
+func (s *Store) visit(ctx context.Context, top *level, name string) (level, objstore.Object, bool, error) {
 	if sub, isDir := strings.CutSuffix(name, "/"); isDir {
-		return descend(ctx, top, sub)
+		return s.descend(ctx, top, sub)
 	}
-	obj, ok, err := statAt(top.fd, top.dirKey, name)
+	obj, ok, err := s.walkStat(top.fd, top.dirKey, name)
 	return level{fd: -1}, obj, ok, err
+}
+
+// walkStat is statAt for a walk, which also refuses an entry something is
+// mounted on (a file bind-mounted over it): statx describes the mounted
+// file, with its mount.
+func (s *Store) walkStat(dirfd int, dirKey, name string) (objstore.Object, bool, error) {
+	stx, err := lstatxAt(dirfd, name)
+	if isNotFound(err) {
+		return objstore.Object{}, false, nil
+	}
+	if err != nil {
+		return objstore.Object{}, false, mapErr("stat", dirKey+name, err)
+	}
+	if err := s.onRootMount(&stx, dirKey+name); err != nil {
+		return objstore.Object{}, false, err
+	}
+	st := statOf(&stx)
+	if isDir(&st) {
+		return objstore.Object{}, false, nil
+	}
+	return objectOf(dirKey+name, &st), true, nil
 }
 
 // descend opens the subdirectory sub of top without following a link. If
@@ -127,10 +152,14 @@ func visit(ctx context.Context, top *level, name string) (level, objstore.Object
 // link), it is described as the object it now is (ok) and not entered,
 // where the directory sorted: only in that race is the page out of key
 // order. If it vanished, ok is false. The level's fd is -1 unless entered.
-func descend(ctx context.Context, top *level, sub string) (level, objstore.Object, bool, error) {
+func (s *Store) descend(ctx context.Context, top *level, sub string) (level, objstore.Object, bool, error) {
 	key := top.dirKey + sub + "/"
 	fd, err := openDirAt(top.fd, sub)
 	if err == nil {
+		if err := s.checkMount(fd, key); err != nil {
+			_ = unix.Close(fd)
+			return level{fd: -1}, objstore.Object{}, false, err
+		}
 		l, err := readLevel(ctx, fd, key, "")
 		return l, objstore.Object{}, false, err
 	}

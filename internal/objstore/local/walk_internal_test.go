@@ -22,6 +22,8 @@ func TestDescendIntoReplacedDirectory(t *testing.T) {
 	require.NoError(t, err)
 	top := &level{dirKey: "t.lance/", fd: fd}
 	defer top.close()
+	s, err := Open(dir)
+	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		sub      string
@@ -32,7 +34,7 @@ func TestDescendIntoReplacedDirectory(t *testing.T) {
 		{sub: "missing"},
 		{sub: "real", entered: []string{"y"}},
 	} {
-		next, obj, ok, err := descend(t.Context(), top, tc.sub)
+		next, obj, ok, err := s.descend(t.Context(), top, tc.sub)
 		require.NoError(t, err, "descend %s", tc.sub)
 		require.Equal(t, tc.objectOK, ok, "descend %s: described as an object", tc.sub)
 		if ok {

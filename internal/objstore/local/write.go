@@ -119,7 +119,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag st
 	if err := checkWriteKey(ctx, key); err != nil {
 		return objstore.Object{}, err
 	}
-	c, err := s.openChain(dirOf(key))
+	c, err := s.openChain(dirOf(key), crossMounts)
 	if err != nil {
 		return objstore.Object{}, chainErr("put if match", key, err)
 	}
