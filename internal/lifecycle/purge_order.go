@@ -159,7 +159,7 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	defer ns.release(ctx, lease, name)
 	lctx := lease.Context()
 	res, err = ns.purgeUnderLease(lctx, lease, name, body, mobj, res, opts)
-	return res, withLeaseCause(lctx, lostOr(lctx, lease, err))
+	return res, ns.withRootChange(ctx, name, withLeaseCause(lctx, lostOr(lctx, lease, err)))
 }
 
 // dryRun checks the hold and the identity fence and counts what a purge

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
@@ -71,37 +72,53 @@ func openDir(t *testing.T, dir string) objstore.Store {
 func TestAdversaryRootMovedMidPurge(t *testing.T) {
 	for how, setup := range movedRoots {
 		t.Run(how, func(t *testing.T) {
-			r := setup(t)
-			w := newWorld(t, objstoretest.NewClockStore(openDir(t, r.path)))
-			p := w.proc("purger", 0)
-			n := dueTable(t, w, p, "t", 350) // several batches of testBatch
-			lanceTable(t, openDir(t, r.now), "t", 350)
-			live := snapshot(t, openDir(t, r.now))
-
-			frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
-			r.move(t)
-			got := frozen.resume()
-
-			requireSameData(t, live, snapshot(t, openDir(t, r.now)), "the live table the root names now")
-			require.ErrorIs(t, got.err, objstore.ErrRootChanged)
-			require.ErrorContains(t, got.err, r.path)
-			require.True(t, got.res.Committed, "the purge had committed")
-			require.Positive(t, got.res.Objects, "the manifests' batch went, in the directory opened")
-
-			old := openDir(t, r.opened)
-			_, err := old.Head(context.Background(), CommitKey("t"))
-			require.NoError(t, err, "the commit stays where the purge wrote it")
-			c := &clock{}
-			finisher := newNS(t, objstoretest.NewClockStore(old), c)
-			c.Advance(w.since() + leaseGone) // the lease the moved purge left may be taken over
-			res, err := finisher.Purge(context.Background(), "t", PurgeOptions{})
-			require.NoError(t, err, "a purge of the directory opened finishes the table")
-			require.Equal(t, int64(n)-got.res.Objects, res.Objects)
-			require.Empty(t, keysUnder(snapshot(t, old), "t."))
-
-			next := newNS(t, objstoretest.NewClockStore(openDir(t, r.path)), &clock{})
-			require.Equal(t, StateExists, statusOf(t, next, "t").State, "the next pass sees the live table")
-			requireSameData(t, live, snapshot(t, openDir(t, r.now)), "the live table, at the end")
+			rootMovedMidPurge(t, setup, false)
+		})
+		// Frozen across the move for longer than its lease: the fence
+		// refuses the next batch before the store sees the moved root, and
+		// the failure must still name the move, not a bare lost lease.
+		t.Run(how+", paused past the lease", func(t *testing.T) {
+			rootMovedMidPurge(t, setup, true)
 		})
 	}
+}
+
+func rootMovedMidPurge(t *testing.T, setup func(t *testing.T) *movedRoot, pastLease bool) {
+	r := setup(t)
+	w := newWorld(t, objstoretest.NewClockStore(openDir(t, r.path)))
+	p := w.proc("purger", 0)
+	n := dueTable(t, w, p, "t", 350) // several batches of testBatch
+	lanceTable(t, openDir(t, r.now), "t", 350)
+	live := snapshot(t, openDir(t, r.now))
+
+	frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
+	r.move(t)
+	if pastLease {
+		w.advance(leaseGone)
+	}
+	got := frozen.resume()
+
+	requireSameData(t, live, snapshot(t, openDir(t, r.now)), "the live table the root names now")
+	require.ErrorIs(t, got.err, objstore.ErrRootChanged)
+	require.ErrorContains(t, got.err, r.path)
+	if pastLease {
+		require.ErrorIs(t, got.err, lock.ErrLost)
+	}
+	require.True(t, got.res.Committed, "the purge had committed")
+	require.Positive(t, got.res.Objects, "the manifests' batch went, in the directory opened")
+
+	old := openDir(t, r.opened)
+	_, err := old.Head(context.Background(), CommitKey("t"))
+	require.NoError(t, err, "the commit stays where the purge wrote it")
+	c := &clock{}
+	finisher := newNS(t, objstoretest.NewClockStore(old), c)
+	c.Advance(w.since() + leaseGone) // the lease the moved purge left may be taken over
+	res, err := finisher.Purge(context.Background(), "t", PurgeOptions{})
+	require.NoError(t, err, "a purge of the directory opened finishes the table")
+	require.Equal(t, int64(n)-got.res.Objects, res.Objects)
+	require.Empty(t, keysUnder(snapshot(t, old), "t."))
+
+	next := newNS(t, objstoretest.NewClockStore(openDir(t, r.path)), &clock{})
+	require.Equal(t, StateExists, statusOf(t, next, "t").State, "the next pass sees the live table")
+	requireSameData(t, live, snapshot(t, openDir(t, r.now)), "the live table, at the end")
 }

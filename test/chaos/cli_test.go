@@ -235,6 +235,7 @@ type purgeReport struct {
 	Failed []struct {
 		Root  string `json:"root"`
 		Name  string `json:"name"`
+		Code  string `json:"code"`
 		Error string `json:"error"`
 	} `json:"failed"`
 }

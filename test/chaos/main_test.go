@@ -17,6 +17,7 @@
 //	REAPER_TEST_CHAOS_FAULT_PASS_SECONDS=N  time limit of the faulty pass (45)
 //	REAPER_TEST_CHAOS_ROUNDS=N         rounds of the race suite
 //	REAPER_TEST_CHAOS_REPLICA_ROUNDS=N rounds of the replica suite
+//	REAPER_TEST_CHAOS_ROOT_MOVES=N     local roots repointed mid-purge
 //	REAPER_TEST_CHAOS_RACE_BIN=1       build the reaper binary with -race
 //	REAPER_TEST_BIN=PATH               use this reaper binary (make test: ./bin/reaper)
 package chaos
