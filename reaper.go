@@ -50,6 +50,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 	"github.com/lance-reaper/reaper/internal/objstore/stack"
 )
@@ -139,6 +140,12 @@ var (
 	// ErrUndeletableKey: the table holds an object whose name reaper cannot
 	// delete safely; the purge refused it before deleting anything.
 	ErrUndeletableKey = lifecycle.ErrUndeletableKey
+	// ErrRootChanged: a local root's path names another directory than the
+	// one Open checked (a symlink flipped, a directory swapped in with mv),
+	// or none. Nothing was done through it; every later call of this
+	// Namespace fails the same way. Open the root again to work on what it
+	// names now.
+	ErrRootChanged = objstore.ErrRootChanged
 )
 
 // Defaults.
