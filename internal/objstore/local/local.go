@@ -1,23 +1,42 @@
 // Package local implements objstore.Store over a directory tree: keys are
 // paths below the root, "dir/" prefixes are subdirectories. Linux only.
 //
-// Safety: reaper never deletes anything outside a table and never follows a
-// symbolic link. The root given to Open may itself be a link (the user chose
-// it); nothing below it is ever followed. Every path is resolved from a
-// descriptor of the root, one component at a time, each directory opened
-// with openat(O_DIRECTORY|O_NOFOLLOW) relative to its parent (resolve.go),
-// and every syscall names its target relative to a directory descriptor, so
+// Safety: reaper never deletes anything outside a table, never follows a
+// symbolic link, never acts on another root directory than the one it
+// opened, and never leaves the root's file system.
+//
+// The root. The root given to Open may itself be a link (the user chose
+// it), and it is the one path the kernel resolves whole, again by every
+// call. Open records the directory it names (device, inode, mount id,
+// birth time); every call checks it on the descriptor it then acts
+// through, so a root path repointed meanwhile (a release symlink flipped,
+// a restored copy swapped in with mv), which may name a live table of the
+// very name being purged, fails the call with objstore.ErrRootChanged
+// before anything is read or changed through it (root.go). A new Store
+// adopts what the path names then: a pass opens its stores afresh.
+//
+// Below the root. Every path is resolved from a descriptor of the root,
+// one component at a time, each directory opened with
+// openat(O_DIRECTORY|O_NOFOLLOW) relative to its parent (resolve.go), and
+// every syscall names its target relative to a directory descriptor, so
 // no link swapped in anywhere below the root can redirect it. A component
 // that is a link, a file or missing means "no such directory": reads and
 // listings see no objects there, deletes delete nothing, writes fail naming
 // the key (PutIfMatch: ErrNotFound, as for any missing key).
+//
+// One file system. A walk, a delete and a prune stay on the root's mount
+// (mount.go): a directory or file something is mounted on inside the root
+// (a volume, a bind mount, also of the same device) fails them with
+// objstore.ErrMountPoint, naming it, so a purge refuses the table before
+// its commit. Reads and writes may cross a mount: they delete nothing.
 //
 // Objects: every directory entry that is not a directory and not a temp file
 // of reaper's is an object (a regular file, a symbolic link, a fifo, a
 // socket or a device), described by lstat: a link is listed, walked and
 // deleted as the link itself, never entered, and Get refuses to read it.
 // LastModified is the later of mtime and ctime, so a file copied in with its
-// old mtime kept (cp -p, rsync -a, mv) still shows when it arrived.
+// old mtime kept (cp -p, rsync -a, mv) still shows when it arrived. Every
+// key a walk hands out is one every read and delete accepts.
 //
 // Writes go through a temp file, fsync and rename (or link, for
 // PutIfAbsent); unconditional and conditional writes and the deletes hold
@@ -27,9 +46,19 @@
 // immediately before it; reaper's own temp files are created, and removed
 // after a failed write, without asking.
 //
-// Temp files: listings hide every name starting with ".reaper-tmp-". A
-// Store's first write into a directory removes the stale temp files that
-// crashed writers left there (stale.go); listings never remove anything.
+// Temp files. A temp file is reaper's only if its name (".reaper-tmp-"
+// and 26 letters and digits), its type (a regular file) and its mark (the
+// sticky bit, set when it is created and taken off the object it becomes)
+// all say so (temp.go). Only such entries are hidden from listings and
+// walks, and only they are ever removed: a store's first write into a
+// directory removes those an hour old there (stale.go). The name alone
+// would not do: a user's file may have it (inside a table it must be
+// walked, fenced and deleted with the table, or the purge could never
+// finish), and the store cannot tell a table's directory from its own,
+// since it knows nothing of tables. reaper writes only at the root, in
+// _reaper/ and in its ledger's directories, never inside a table, so a
+// marked temp file inside a table can only be a copy of one. Writes refuse
+// keys named like temp files; reads and deletes accept them.
 //
 // The store's clock is the kernel's: it stamps ctime, so Now is time.Now.
 package local
@@ -77,7 +106,9 @@ func WithPageSize(n int) Option {
 // Open returns a store rooted at dir, which must be an absolute path to an
 // existing directory: reaper never creates a root, so a typo cannot start
 // an empty, harmless-looking store. dir may be a symbolic link to the
-// directory; no link below it is ever followed.
+// directory; no link below it is ever followed. The store acts on the
+// directory dir names now for its whole life: once dir names another one,
+// every call fails with objstore.ErrRootChanged (root.go).
 func Open(dir string, opts ...Option) (*Store, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("open local store %q: path is not absolute; pass an absolute directory such as /data/lance", dir)
