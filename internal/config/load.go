@@ -37,6 +37,7 @@ var ignoredEnv = struct{ names, prefixes []string }{
 		"REAPER_LOCAL_CHILD",   // objstore/local cross-process test child
 		"REAPER_LOCAL_CHILD_ID",
 		"REAPER_LOCK_TEST_CHILD", // lock cross-process test child
+		"REAPER_REQUIRE_MOUNTS",  // objstoretest: fail instead of skip without a mount namespace
 	},
 	prefixes: []string{
 		"REAPER_TEST_",      // objstoretest: external S3 server
