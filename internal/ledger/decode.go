@@ -14,8 +14,8 @@ import (
 )
 
 // decode reads every row of one ledger file. Columns are found by name, so a
-// later version may add columns; a missing column or a changed type is an
-// error.
+// later version may add columns; a missing column (unless optional: added
+// after files without it were written) or a changed type is an error.
 func decode(ctx context.Context, body []byte) ([]Row, error) {
 	tbl, err := pqarrow.ReadTable(ctx, bytes.NewReader(body), parquet.NewReaderProperties(memory.DefaultAllocator),
 		pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
@@ -26,6 +26,9 @@ func decode(ctx context.Context, body []byte) ([]Row, error) {
 	n := int(tbl.NumRows())
 	rows := make([]Row, n)
 	for _, c := range columns {
+		if c.optional && len(tbl.Schema().FieldIndices(c.field.Name)) == 0 {
+			continue
+		}
 		ch, err := columnChunks(tbl, c.field)
 		if err != nil {
 			return nil, err
@@ -73,7 +76,7 @@ func fill(rows []Row, name string, chunks []arrow.Array) error {
 func set(r *Row, name string, a arrow.Array, j int) error {
 	if a.IsNull(j) {
 		switch name {
-		case ColReason, ColDeletedAt, ColTTLMs, ColPurgeAfter, ColError:
+		case ColReason, ColDeletedAt, ColTTLMs, ColPurgeAfter, ColError, ColRecoveredBy:
 			return nil // zero value is null
 		}
 		return fmt.Errorf("null in a non-null column")
@@ -98,6 +101,8 @@ func set(r *Row, name string, a arrow.Array, j int) error {
 			r.Version = s
 		case ColHost:
 			r.Host = s
+		case ColRecoveredBy:
+			r.RecoveredBy = s
 		}
 	case *array.Int64:
 		n := v.Value(j)

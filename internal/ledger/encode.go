@@ -12,14 +12,30 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// File metadata keys.
+// File metadata keys. MetaRecoveredBy is set on a file folded from a dead
+// pass's journal (recover.go), whose pass_id and pass_started are the dead
+// pass's.
 const (
 	MetaPassID      = "reaper.pass_id"
 	MetaPassStarted = "reaper.pass_started"
+	MetaRecoveredBy = "reaper.recovered_by"
 )
 
+// fileMeta is a file's key-value metadata, in order.
+type fileMeta [][2]string
+
+// passMeta is the metadata of pass passID's file; recoveredBy is "" unless
+// another pass folded it from passID's journal.
+func passMeta(passID string, started time.Time, recoveredBy string) fileMeta {
+	m := fileMeta{{MetaPassID, passID}, {MetaPassStarted, started.UTC().Format(jsonTimeLayout)}}
+	if recoveredBy != "" {
+		m = append(m, [2]string{MetaRecoveredBy, recoveredBy})
+	}
+	return m
+}
+
 // encode renders rows as one Parquet file with one row group.
-func encode(rows []Row, passID string, started time.Time) ([]byte, error) {
+func encode(rows []Row, meta fileMeta) ([]byte, error) {
 	mem := memory.DefaultAllocator
 	b := array.NewRecordBuilder(mem, Schema())
 	defer b.Release()
@@ -44,13 +60,11 @@ func encode(rows []Row, passID string, started time.Time) ([]byte, error) {
 		fw.Close()
 		return nil, err
 	}
-	if err := fw.AppendKeyValueMetadata(MetaPassID, passID); err != nil {
-		fw.Close()
-		return nil, err
-	}
-	if err := fw.AppendKeyValueMetadata(MetaPassStarted, started.UTC().Format(jsonTimeLayout)); err != nil {
-		fw.Close()
-		return nil, err
+	for _, kv := range meta {
+		if err := fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
+			fw.Close()
+			return nil, err
+		}
 	}
 	if err := fw.Close(); err != nil {
 		return nil, err
@@ -83,6 +97,7 @@ func appendRow(b *array.RecordBuilder, r Row) {
 	appendString(f[12].(*array.StringBuilder), r.Error)
 	f[13].(*array.StringBuilder).Append(r.Version)
 	f[14].(*array.StringBuilder).Append(r.Host)
+	appendString(f[15].(*array.StringBuilder), r.RecoveredBy)
 }
 
 // appendString writes "" as null.

@@ -1,6 +1,7 @@
 // Package ledger is reaper's audit ledger: one Parquet file per purge pass,
 // one row per table the pass looked at, written to a store of its own (a
-// local directory or an s3:// prefix, never inside a table directory).
+// local directory or an s3:// prefix, never inside a table directory), and a
+// journal that makes each destruction durable before it happens.
 //
 // Layout: every pass writes one object at
 //
@@ -12,10 +13,19 @@
 // that a pass ran and found nothing is a fact worth recording. Files are never
 // rewritten; the ledger only grows (expire it with a bucket lifecycle rule).
 //
+// A pass's file is written when the pass ends; a pass killed before that
+// (SIGKILL, an OOM kill, a deadline) would leave no trace of the tables it
+// destroyed. So before a purge commits, the pass records its intent in its
+// journal, journal/<pass id>/, and replaces it with the table's row once the
+// table is decided (journal.go); its file written, it removes its journal.
+// A later pass folds the journal of a pass that died into a file of its own,
+// passes/YYYY/MM/DD/<time>-<dead pass id>.recovered-<pass id>.parquet
+// (recover.go). docs/FORMAT.md argues the design.
+//
 // Each file is Parquet, zstd-compressed, with the Arrow schema stored in the
 // file, and the key-value metadata reaper.pass_id and reaper.pass_started
-// (RFC 3339, ms). Columns, in order, are listed by SchemaDoc (docs/FORMAT.md
-// copies it):
+// (RFC 3339, ms), plus reaper.recovered_by on a recovered file. Columns, in
+// order, are listed by SchemaDoc (docs/FORMAT.md copies it):
 //
 //	pass_id         utf8                   not null  id of the pass that wrote the row
 //	root            utf8                   not null  database root URI, without secrets
@@ -32,6 +42,7 @@
 //	error           utf8                   null      the error of a failed or conflict row; null otherwise
 //	reaper_version  utf8                   not null  version of the reaper that wrote the row
 //	host            utf8                   not null  host name of the reaper that wrote the row
+//	recovered_by    utf8                   null      id of the pass that folded the row from the journal of a pass killed before it wrote its file; null otherwise
 package ledger
 
 import "time"
@@ -61,4 +72,12 @@ type Row struct {
 	Error   string
 	Version string
 	Host    string
+	// RecoveredBy is the id of the pass that folded this row from the
+	// journal of pass PassID, killed before it wrote its own file; empty
+	// (null) on a row its own pass wrote.
+	RecoveredBy string
+	// Pending marks a row Read found in a journal, not in a file yet: a
+	// pass still running, or one killed whose journal no pass has folded
+	// yet. It is never stored.
+	Pending bool
 }

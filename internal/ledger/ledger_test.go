@@ -216,6 +216,10 @@ func TestReadUnknownKey(t *testing.T) {
 		"passes/2026/03/14/20260314T100000.000Z-x.json",
 		"passes/2026/03/14/20260315T100000.000Z-x.parquet", // day and timestamp disagree
 		"passes/2026/3/14/20260314T100000.000Z-x.parquet",
+		"journal/README",
+		"journal/pass-a/notes.txt",
+		"journal/pass-a/0123.json",
+		"journal/pass a/lease",
 	} {
 		t.Run(strings.ReplaceAll(key, "/", "_"), func(t *testing.T) {
 			s := objstore.NewMemory()
@@ -333,6 +337,7 @@ func TestPlainReader(t *testing.T) {
 			{"error", "utf8", true},
 			{"reaper_version", "utf8", false},
 			{"host", "utf8", false},
+			{"recovered_by", "utf8", true},
 		}, cols(got), "documented schema")
 		require.Equal(t, cols(ledger.Schema()), cols(got), "Schema() matches the file")
 
@@ -377,4 +382,43 @@ func TestSchemaDocInPackageDoc(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(ledger.SchemaDoc()), "\n") {
 		require.Contains(t, string(src), "//\t"+line+"\n", "package doc lacks schema line")
 	}
+}
+
+// A file written before recovered_by existed (its first 15 columns only)
+// still reads, the new column null.
+func TestReadFileWithoutRecoveredBy(t *testing.T) {
+	s := objstore.NewMemory()
+	fields := ledger.Schema().Fields()
+	require.Equal(t, ledger.ColRecoveredBy, fields[len(fields)-1].Name)
+	schema := arrow.NewSchema(fields[:len(fields)-1], nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i, v := range []string{"old-pass", "/db", "t", string(outcome.Purged)} {
+		b.Field(i).(*array.StringBuilder).Append(v)
+	}
+	b.Field(4).AppendNull()
+	b.Field(5).AppendNull()
+	b.Field(6).AppendNull()
+	b.Field(7).AppendNull()
+	b.Field(8).(*array.Int64Builder).Append(3)
+	b.Field(9).(*array.Int64Builder).Append(30)
+	b.Field(10).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixMilli()))
+	b.Field(11).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixMilli()))
+	b.Field(12).AppendNull()
+	b.Field(13).(*array.StringBuilder).Append("v0")
+	b.Field(14).(*array.StringBuilder).Append("h")
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	require.NoError(t, err)
+	require.NoError(t, fw.Write(rec))
+	require.NoError(t, fw.Close())
+	_, err = s.Put(t.Context(), ledger.Key("old-pass", t0), buf.Bytes())
+	require.NoError(t, err)
+	rows, err := ledger.Read(t.Context(), s, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, "t", rows[0].Table)
+	require.Empty(t, rows[0].RecoveredBy)
 }

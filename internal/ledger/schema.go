@@ -26,12 +26,18 @@ const (
 	ColError      = "error"
 	ColVersion    = "reaper_version"
 	ColHost       = "host"
+	// ColRecoveredBy came after the first release: files without it read
+	// as null (column.optional).
+	ColRecoveredBy = "recovered_by"
 )
 
-// column is one documented column of the ledger.
+// column is one documented column of the ledger. An optional column was
+// added after files without it were written: reading such a file gives
+// its zero value (null), where a missing required column is an error.
 type column struct {
-	field arrow.Field
-	doc   string
+	field    arrow.Field
+	doc      string
+	optional bool
 }
 
 var tsType = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
@@ -57,6 +63,8 @@ var columns = []column{
 	col(ColError, arrow.BinaryTypes.String, true, "the error of a failed or conflict row; null otherwise"),
 	col(ColVersion, arrow.BinaryTypes.String, false, "version of the reaper that wrote the row"),
 	col(ColHost, arrow.BinaryTypes.String, false, "host name of the reaper that wrote the row"),
+	{field: arrow.Field{Name: ColRecoveredBy, Type: arrow.BinaryTypes.String, Nullable: true}, optional: true,
+		doc: "id of the pass that folded the row from the journal of a pass killed before it wrote its file; null otherwise"},
 }
 
 // actionsDoc lists the actions the column holds: the outcome vocabulary.

@@ -83,7 +83,7 @@ func (w *Writer) Close(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("close ledger of pass %q: pass id must be 1 to 128 letters, digits, '.', '_' or '-'", w.passID)
 	}
 	key := Key(w.passID, passEnd(w.started, rows))
-	body, err := encode(rows, w.passID, w.started)
+	body, err := encode(rows, passMeta(w.passID, w.started, ""))
 	if err != nil {
 		return "", fmt.Errorf("encode ledger of pass %s: %w", w.passID, err)
 	}

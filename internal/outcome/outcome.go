@@ -87,7 +87,17 @@ const (
 	// directory than the one the pass opened (a symlink flip, a directory
 	// swapped with mv), or none; nothing was done through the new path.
 	ReasonRootChanged Reason = "root_changed"
+	// ReasonLedger: the audit ledger's journal could not record the
+	// purge's intent (or failed earlier in the pass), so the purge stopped
+	// before its commit: no destruction without an audit record.
+	ReasonLedger Reason = "ledger"
 )
+
+// ReasonUnfinished is found only in the audit ledger: a pass recorded its
+// intent to purge a table and no outcome, because it was killed (or lost
+// its journal's lease) first; the row was folded from its journal by a
+// later pass (recovered_by), or `reaper audit` read it there (pending).
+const ReasonUnfinished Reason = "unfinished"
 
 // Reasons of a conflict and of refused roots
 // (reaper_roots_refused_total{reason}: blast_radius, paused, error).
@@ -107,7 +117,13 @@ func SkipReasons() []Reason {
 // FailureReasons lists the reasons of failed tables.
 func FailureReasons() []Reason {
 	return []Reason{ReasonIO, ReasonInvalidMarker, ReasonFutureMarker, ReasonLeaseLost, ReasonLive,
-		ReasonNotFound, ReasonNotATable, ReasonStuck, ReasonInvalidKey, ReasonRootChanged}
+		ReasonNotFound, ReasonNotATable, ReasonStuck, ReasonInvalidKey, ReasonRootChanged, ReasonLedger}
+}
+
+// LedgerReasons lists the reasons only the audit ledger holds: no pass
+// decides them, so no metric counts them.
+func LedgerReasons() []Reason {
+	return []Reason{ReasonUnfinished}
 }
 
 // RefusalReasons lists why a whole root purged nothing.
@@ -120,7 +136,8 @@ type Result string
 
 const (
 	ResultSuccess Result = "success"
-	// ResultPartial: some table or root failed.
+	// ResultPartial: some table or root failed, or the audit ledger lost
+	// or could not write a record (a purge that cannot be audited fails).
 	ResultPartial Result = "partial"
 	// ResultFailed: every root failed, or no root could be had.
 	ResultFailed Result = "failed"
