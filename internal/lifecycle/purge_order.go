@@ -54,6 +54,13 @@ type PurgeOptions struct {
 	// batches), leaving the commit and the marker so the next purge
 	// continues: one huge table cannot hold a pass forever. 0 = no limit.
 	MaxObjects int64
+	// BeforeCommit, when set, is called once per purge under the lease,
+	// after the identity fence's walk and before the guard and the purge
+	// commit (step 4), with the objects and bytes the purge is about to
+	// delete: the audit ledger records its intent there. Its error stops
+	// the purge with nothing committed or deleted: a destruction that
+	// cannot be audited does not happen. Not called on a dry run.
+	BeforeCommit func(ctx context.Context, objects, bytes int64) error
 }
 
 // PurgeResult reports one purge.
@@ -98,8 +105,10 @@ const (
 //     object modified after the drop means a writer that ignores our lock
 //     has been there: stop with a conflict, having touched nothing; an
 //     object whose name the store cannot delete refuses the table too;
-//  4. guard (lease read back, marker unchanged, no hold, no PAUSE), then
-//     write the purge commit: from here the table can only be finished;
+//  4. record the intent (PurgeOptions.BeforeCommit; its error stops the
+//     purge here), guard (lease read back, marker unchanged, no hold, no
+//     PAUSE), then write the purge commit: from here the table can only be
+//     finished;
 //  5. delete the manifests first, then everything else, in batches of
 //     1,000, the guard before each batch and the lease's fence before each
 //     request; each phase made durable before the next step;
@@ -289,7 +298,13 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		return res, &ConflictError{Name: name, Reason: "the plan saw no data (an orphan marker, exempt from the TTL floor and the blast radius) and the walk found some: the next pass plans the table again; nothing was deleted"}
 	}
 
-	// 4. Guard, then commit.
+	// 4. The intent, then the guard, then the commit. The intent comes
+	// first so the guard's reads stay next to the commit.
+	if opts.BeforeCommit != nil {
+		if err := opts.BeforeCommit(ctx, int64(manifests.n+rest.n), manifests.size+rest.size); err != nil {
+			return res, fmt.Errorf("purge %q: record the intent before the commit: %w", name, err)
+		}
+	}
 	if err := g.check(ctx); err != nil {
 		return res, err
 	}
