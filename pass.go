@@ -135,7 +135,7 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("purge roots: audit.location %s: %w", loc, err)
 		}
-		obs = append(obs, worker.NewLedgerObserver(ls, opts.Logger, moduleVersion(), hostname()))
+		w.Ledger = worker.NewLedger(ls, opts.Logger, moduleVersion(), hostname())
 	}
 	if opts.OnDecision != nil {
 		obs = append(obs, decisionObserver{f: opts.OnDecision})

@@ -56,14 +56,22 @@ func newAuditCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 		Use:   "audit (--location URI | --config FILE) [--since 24h] [-o table|json]",
 		Short: "Show what purge passes did, from the audit ledger",
 		Long: `Read the audit ledger (one Parquet file per purge pass under passes/ at
---location) and print one row per table a pass looked at and finished
-within --since (default 24h), oldest first: the action (purged, skipped,
-dry_run, failed, conflict, held, refused), objects and bytes deleted, and
-the reason or error. It changes nothing.
+--location, and the journals under journal/) and print one row per table a
+pass looked at and finished within --since (default 24h), oldest first:
+the action (purged, skipped, dry_run, failed, conflict, held, refused),
+objects and bytes deleted, and the reason or error. It changes nothing.
+
+Rows a later pass folded from the journal of a pass killed before it wrote
+its file are marked [recovered by <pass id>]; rows still in a journal
+(a pass running, or killed and not folded yet) are marked [pending]. A
+purge whose pass died before recording its outcome reads failed,
+unfinished: the table may be untouched, or partly or fully purged. A row
+recorded twice (in a pass's file and in its folded journal) is shown once.
 
 JSON (-o json) is an array of objects whose keys are the Parquet columns:
 pass_id, root, table, action, reason, deleted_at, ttl_ms, purge_after,
-objects, bytes, started, finished, error, reaper_version and host;
+objects, bytes, started, finished, error, reaper_version, host and
+recovered_by, plus pending (true for a row read from a journal);
 timestamps are RFC 3339 strings, missing values are null.
 
 Exit status: 0 on success (also when nothing was recorded), 1 when the
@@ -164,6 +172,8 @@ type auditJSON struct {
 	Error         *string `json:"error"`
 	ReaperVersion string  `json:"reaper_version"`
 	Host          string  `json:"host"`
+	RecoveredBy   *string `json:"recovered_by"`
+	Pending       bool    `json:"pending"`
 }
 
 // auditTimeLayout is RFC 3339 with milliseconds, the ledger's precision.
@@ -188,6 +198,7 @@ func toAuditJSON(r ledger.Row) auditJSON {
 		Objects: r.Objects, Bytes: r.Bytes,
 		Started: r.Started.UTC().Format(auditTimeLayout), Finished: r.Finished.UTC().Format(auditTimeLayout),
 		Error: str(r.Error), ReaperVersion: r.Version, Host: r.Host,
+		RecoveredBy: str(r.RecoveredBy), Pending: r.Pending,
 	}
 	if r.TTL != nil {
 		out.TTLMs = ptr(r.TTL.Milliseconds())
@@ -221,6 +232,12 @@ func renderAuditTable(w io.Writer, rows []ledger.Row, since time.Time) error {
 			note = r.Error
 		case r.Reason != "":
 			note = r.Reason
+		}
+		switch {
+		case r.Pending:
+			note = "[pending] " + note
+		case r.RecoveredBy != "":
+			note = "[recovered by " + r.RecoveredBy + "] " + note
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", formatTime(r.Started), safeText(r.Root), displayName(r.Table), safeText(r.Action),
 			r.Objects, humanBytes(r.Bytes), safeText(oneLine(note)))

@@ -74,12 +74,17 @@ written for the node-exporter textfile collector (--textfile PATH.prom).
 On SIGINT/SIGTERM the current table is finished and no new one is started;
 a second signal aborts it (a later pass finishes the job).
 
+With audit.location set, a journal record of each purge is written before
+it commits (a purge whose record cannot be written stops, nothing deleted),
+and the pass's ledger file when it ends; a failed ledger write fails the
+pass ("ledger_errors" in the JSON).
+
 Exit status (the pass's result is in the "pass finished" log line and
 reaper_passes_total{result}):
   0  nothing failed and nothing was refused (result success)
   1  a table or root failed, root discovery was incomplete, the pass was
-     interrupted, or the metrics could not be pushed or written
-     (result partial, failed or interrupted)
+     interrupted, an audit ledger write failed, or the metrics could not
+     be pushed or written (result partial, failed or interrupted)
   2  usage or configuration error; nothing was purged
   3  nothing failed, but a safety rail refused a root (blast_radius, or
      paused by _reaper/PAUSE or paused: true): its due tables were kept
@@ -126,7 +131,7 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	switch {
 	case o.Output == formatJSON:
 		err = writeJSON(stdout, out)
-	case o.Quiet && len(out.Failed) == 0:
+	case o.Quiet && len(out.Failed) == 0 && len(out.LedgerErrors) == 0:
 		// -q: nothing to say when nothing failed.
 	default:
 		err = renderPurgeTable(stdout, out)
@@ -138,8 +143,22 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 		return &failedError{op: "purge", msg: fmt.Sprintf("purge interrupted: %d due table(s) not started, %d root(s) not visited; run purge again to finish",
 			notStarted(rep), rep.RootsNotVisited)}
 	}
-	if err := out.err(); err != nil {
-		return err
+	tableErr := out.err()
+	var usage *usageError
+	if errors.As(tableErr, &usage) {
+		return tableErr
+	}
+	if n := len(out.LedgerErrors); n > 0 {
+		// Before the tables' failures: a journal that refused a purge's
+		// intent failed them, and this says why.
+		msg := fmt.Sprintf("purge: %d audit ledger write(s) failed, the audit trail of this pass may be incomplete: %s", n, out.LedgerErrors[0])
+		if f := len(out.Failed); f > 0 {
+			msg += fmt.Sprintf("; %d table(s) or root(s) failed, see the lines above", f)
+		}
+		return &failedError{op: "purge", msg: msg}
+	}
+	if tableErr != nil {
+		return tableErr
 	}
 	if len(rep.RootErrors) > 0 {
 		return &failedError{op: "purge", msg: "purge: root discovery incomplete, some roots were not visited: " + strings.Join(rep.RootErrors, "; ")}
@@ -196,6 +215,9 @@ func notStarted(rep *worker.Report) int {
 // configured roots, discovery patterns).
 func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 	out := newPurgeReport(rep.DryRun)
+	for _, err := range rep.LedgerErrors {
+		out.LedgerErrors = append(out.LedgerErrors, err.Error())
+	}
 	multi := withRoot || len(rep.Roots) > 1
 	for _, rr := range rep.Roots {
 		root := ""

@@ -152,6 +152,9 @@ type purgeReport struct {
 	Skipped []skippedJSON `json:"skipped"`
 	Failed  []failedJSON  `json:"failed"`
 	DryRun  bool          `json:"dry_run,omitempty"`
+	// LedgerErrors are the audit ledger's failed writes: each fails the
+	// pass (exit 1). Absent when there are none.
+	LedgerErrors []string `json:"ledger_errors,omitempty"`
 	// misconfigured holds the root failures an operator fixes in the
 	// configuration (exit 2), each "<root>: <problem>; <fix>".
 	misconfigured []error
@@ -268,6 +271,13 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		fmt.Fprintln(tw, "  ROOT\tERROR")
 		for _, f := range roots {
 			fmt.Fprintf(tw, "  %s\t%s\n", safeText(f.Root), safeText(f.Error))
+		}
+		fmt.Fprintln(tw)
+	}
+	if len(r.LedgerErrors) > 0 {
+		fmt.Fprintf(tw, "AUDIT LEDGER: %d write(s) failed (the audit trail of this pass may be incomplete)\n", len(r.LedgerErrors))
+		for _, e := range r.LedgerErrors {
+			fmt.Fprintf(tw, "  %s\n", e)
 		}
 		fmt.Fprintln(tw)
 	}

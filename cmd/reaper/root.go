@@ -72,6 +72,9 @@ type globalOptions struct {
 	// wrapStore, when set, wraps every store a command opens (tests move
 	// the store's clock with it).
 	wrapStore func(objstore.Store) objstore.Store
+	// wrapLedger, when set, wraps the audit ledger's store (tests inject
+	// its faults with it).
+	wrapLedger func(objstore.Store) objstore.Store
 	// lookupEnv reads REAPER_* variables for the commands without --config
 	// (os.LookupEnv when nil); tests set it.
 	lookupEnv func(string) (string, bool)

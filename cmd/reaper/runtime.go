@@ -211,12 +211,14 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		Version:  version,
 	}
 	if loc := cfg.Audit.Location; loc != "" {
-		ls, err := ledger.OpenLocation(ctx, loc, cfg.Audit.StorageOptions, auxOpts)
+		ledgerOpts := auxOpts
+		ledgerOpts.WrapBackend = so.wrapLedger
+		ls, err := ledger.OpenLocation(ctx, loc, cfg.Audit.StorageOptions, ledgerOpts)
 		if err != nil {
 			return nil, usagef("audit.location %s: %w", loc, err)
 		}
 		host, _ := os.Hostname()
-		rt.worker.Observer = worker.Observers{worker.MetricsObserver{M: m}, worker.NewLedgerObserver(ls, log, version, host)}
+		rt.worker.Ledger = worker.NewLedger(ls, log, version, host)
 	}
 	return rt, nil
 }

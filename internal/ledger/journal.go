@@ -21,6 +21,11 @@ import (
 // instead of retrying a store that does not answer, table after table).
 var ErrJournal = errors.New("audit journal cannot record the purge")
 
+// ErrJournalStopped marks (beside ErrJournal) an intent refused without
+// trying the store, because an earlier write of the pass failed: that
+// failure was the one to count.
+var ErrJournalStopped = errors.New("stopped at an earlier failure")
+
 // JournalOptions configure the lease on a journal, held by its pass while
 // it runs and by a pass folding it afterwards (recover.go).
 type JournalOptions struct {
@@ -112,7 +117,7 @@ func (j *Journal) holdLease(ctx context.Context) (*lock.Lease, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.broken != nil {
-		return nil, fmt.Errorf("%w: an earlier journal write of this pass failed: %v", ErrJournal, j.broken)
+		return nil, fmt.Errorf("%w: %w: an earlier journal write of this pass failed: %v", ErrJournal, ErrJournalStopped, j.broken)
 	}
 	if j.lease != nil {
 		return j.lease, nil

@@ -30,6 +30,11 @@ const (
 	recordSuffix     = ".json"
 	recordHashLen    = 32 // hex digits
 	recordFormat     = 1
+	// maxRecordBytes caps a journal record's read: a record is a row of
+	// JSON (under 2 KiB with the longest names and error text), so a larger
+	// object is not one, and must not exhaust memory: it fails the fold
+	// like a record that does not parse.
+	maxRecordBytes = 64 << 10
 )
 
 // Record kinds: what the pass is about to do, then what it did.

@@ -301,6 +301,7 @@ func TestJournalRefusedStopsEveryIntent(t *testing.T) {
 			n := r.attempts.Load()
 			err = jr.Intent(t.Context(), tableRow("pass-a", "/db", "u", t0), 1, 10, false)
 			require.ErrorIs(t, err, ledger.ErrJournal)
+			require.ErrorIs(t, err, ledger.ErrJournalStopped)
 			require.Equal(t, n, r.attempts.Load(), "no write tried after the first failure")
 			require.NoError(t, jr.Close(t.Context(), true))
 		}

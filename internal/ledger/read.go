@@ -81,7 +81,7 @@ func readPending(ctx context.Context, store objstore.Store) ([]Row, error) {
 	}
 	var rows []Row
 	for _, k := range keys {
-		body, _, err := store.Get(ctx, k)
+		body, _, err := store.Get(ctx, k, maxRecordBytes)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue // removed since the listing: its pass wrote its file, or it was folded
 		}

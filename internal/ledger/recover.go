@@ -165,7 +165,7 @@ func readJournal(ctx context.Context, store objstore.Store, keys []string, by st
 		if !ok || name == journalLeaseName {
 			continue
 		}
-		body, _, err := store.Get(ctx, k)
+		body, _, err := store.Get(ctx, k, maxRecordBytes)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue // folded meanwhile by a pass that held the lease before us
 		}

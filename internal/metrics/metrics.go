@@ -20,6 +20,7 @@
 //	lock_acquisitions_total{result}            acquired, contended, error
 //	roots_refused_total{root,reason}           blast_radius, paused, error
 //	skipped_total{reason}                      not_due, locked, held, short_ttl, limit
+//	ledger_write_failures_total                audit ledger writes that failed (each fails its pass)
 //	s3_http_requests_total{operation,code}     RequestCounter; code is the HTTP status or "error"
 //	build_info{version,go_version}             always 1
 //
@@ -78,6 +79,7 @@ type Metrics struct {
 	lockAcquisition *prometheus.CounterVec
 	rootsRefused    *prometheus.CounterVec
 	skipped         *prometheus.CounterVec
+	ledgerFailures  prometheus.Counter
 	s3Requests      *prometheus.CounterVec
 	buildInfo       *prometheus.GaugeVec
 
@@ -168,6 +170,10 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Namespace: namespace, Name: "skipped_total",
 			Help: "Tables skipped or held by a pass, by reason (" + join(outcome.SkipReasons()) + ").",
 		}, []string{"reason"}),
+		ledgerFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "ledger_write_failures_total",
+			Help: "Audit ledger writes that failed (a journal record, a pass's file, folding a dead pass's journal); each fails its pass.",
+		}),
 		s3Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "s3_http_requests_total",
 			Help: "HTTP requests sent to S3, by operation and HTTP status code (\"error\" when no response arrived).",
@@ -190,7 +196,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.passes, m.lastSuccess, m.passDuration, m.tablesPurged, m.purgeFailures,
 		m.purgeConflicts, m.objectsDeleted, m.bytesReclaimed, m.tables, m.oldestDue,
 		m.storeRequests, m.storeDuration, m.lockAcquisition, m.rootsRefused,
-		m.skipped, m.s3Requests, m.buildInfo,
+		m.skipped, m.ledgerFailures, m.s3Requests, m.buildInfo,
 	}
 }
 

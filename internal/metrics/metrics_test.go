@@ -21,6 +21,7 @@ func exercise(m *Metrics) {
 	m.LockAcquisition(outcome.LeaseAcquired)
 	m.RootRefused("s3://bucket/a", outcome.ReasonPaused)
 	m.Skipped(outcome.ReasonNotDue, 2)
+	m.LedgerWriteFailed(1)
 	m.SetRootTables("s3://bucket/a", map[string]int{StateLive: 4, StateDue: 1})
 	m.SetOldestDueMarker("s3://bucket/a", time.Unix(1600000000, 0))
 	m.s3Requests.WithLabelValues(S3GetObject, "200").Inc()
@@ -56,6 +57,8 @@ func TestPrecreatedAtZero(t *testing.T) {
 	require.Equal(t, 10*5, testutil.CollectAndCount(m.storeRequests))
 	require.Equal(t, 10, testutil.CollectAndCount(m.storeDuration))
 	require.Equal(t, 0, testutil.CollectAndCount(m.oldestDue), "no due marker, no series")
+	require.Equal(t, 1, testutil.CollectAndCount(m.ledgerFailures), "a lost audit record shows from the first scrape")
+	require.Zero(t, testutil.ToFloat64(m.ledgerFailures))
 	require.Zero(t, testutil.ToFloat64(m.storeRequests.WithLabelValues(OpDeleteBatch, CodeError)))
 
 	perRoot := New(prometheus.NewRegistry(), Options{PerRootLabels: true})

@@ -77,3 +77,11 @@ func (m *Metrics) Skipped(reason outcome.Reason, n int) {
 	}
 	m.skipped.WithLabelValues(string(reason)).Add(float64(n))
 }
+
+// LedgerWriteFailed counts n audit ledger writes that failed.
+func (m *Metrics) LedgerWriteFailed(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.ledgerFailures.Add(float64(n))
+}

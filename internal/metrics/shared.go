@@ -32,6 +32,7 @@ func NewShared(reg prometheus.Registerer, opts Options) *Metrics {
 	m.lockAcquisition = adopt(reg, m.lockAcquisition)
 	m.rootsRefused = adopt(reg, m.rootsRefused)
 	m.skipped = adopt(reg, m.skipped)
+	m.ledgerFailures = adopt(reg, m.ledgerFailures)
 	m.s3Requests = adopt(reg, m.s3Requests)
 	m.buildInfo = adopt(reg, m.buildInfo)
 	m.precreate()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -65,6 +66,8 @@ func classify(res lifecycle.PurgeResult, err error) (outcome.Action, outcome.Rea
 		return outcome.Failed, outcome.ReasonStuck, err.Error()
 	case errors.Is(err, lifecycle.ErrUndeletableKey):
 		return outcome.Failed, outcome.ReasonInvalidKey, err.Error()
+	case errors.Is(err, ledger.ErrJournal):
+		return outcome.Failed, outcome.ReasonLedger, "the audit journal could not record the purge's intent, so nothing was committed or deleted: " + err.Error()
 	case errors.Is(err, lifecycle.ErrHeld):
 		return outcome.Held, outcome.ReasonHeld, err.Error()
 	case errors.Is(err, lifecycle.ErrPaused):

@@ -77,5 +77,6 @@ func (o MetricsObserver) PassFinished(r *Report) {
 		}
 		o.M.KeepRoots(visited)
 	}
+	o.M.LedgerWriteFailed(r.LedgerFailures())
 	o.M.PassFinished(r.Result(), r.Finished.Sub(r.Started), r.Finished)
 }

@@ -135,7 +135,7 @@ func TestMetricsObserverUsesTheVocabulary(t *testing.T) {
 
 // The ledger stores the decision's action and reason as they are, the
 // reason followed by its detail.
-func TestLedgerObserverRows(t *testing.T) {
+func TestLedgerRows(t *testing.T) {
 	f := newFixture(t, objstoretest.Local, 1)
 	f.table(0, "old", 1, 1, 3*day)
 	f.table(0, "fresh", 1, 1, 30*day)
@@ -143,7 +143,7 @@ func TestLedgerObserverRows(t *testing.T) {
 	require.NoError(t, err)
 	audit := objstore.NewMemory()
 	w := f.worker(baseConfig(), 4*day)
-	w.Observer = Observers{f.rec, NewLedgerObserver(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")}
+	w.Ledger = NewLedger(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")
 	rep, err := w.Pass(context.Background(), nil)
 	require.NoError(t, err)
 
@@ -260,7 +260,7 @@ func TestLedgerRowsOfFailures(t *testing.T) {
 		}
 		return open(ctx, r)
 	}
-	w.Observer = NewLedgerObserver(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")
+	w.Ledger = NewLedger(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")
 	_, err = w.Pass(context.Background(), nil)
 	require.NoError(t, err)
 

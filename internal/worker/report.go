@@ -21,7 +21,11 @@ type Report struct {
 	DeadlineHit     bool
 	// RootErrors are discovery problems that did not stop the pass.
 	RootErrors []string
-	Err        error
+	// LedgerErrors are the audit ledger's writes that failed: a journal
+	// record, the pass's file, folding an earlier pass's journal. Each is
+	// an audit record lost or late, and fails the pass (Result partial).
+	LedgerErrors []error
+	Err          error
 
 	mu sync.Mutex
 }
@@ -172,7 +176,23 @@ func (r *Report) Totals() Totals {
 	return t
 }
 
-// Result is the pass's verdict, reaper_passes_total's result label.
+// ledgerFailed records a failed audit ledger write.
+func (r *Report) ledgerFailed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.LedgerErrors = append(r.LedgerErrors, err)
+}
+
+// LedgerFailures counts the failed audit ledger writes so far.
+func (r *Report) LedgerFailures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.LedgerErrors)
+}
+
+// Result is the pass's verdict, reaper_passes_total's result label. A
+// failed audit ledger write makes an otherwise successful or refused pass
+// partial: what it destroyed may be missing from the audit trail.
 func (r *Report) Result() outcome.Result {
 	t := r.Totals()
 	switch {
@@ -180,7 +200,7 @@ func (r *Report) Result() outcome.Result {
 		return outcome.ResultFailed
 	case r.Interrupted:
 		return outcome.ResultInterrupted
-	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0:
+	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0 || r.LedgerFailures() > 0:
 		return outcome.ResultPartial
 	case t.RefusedRoots > 0:
 		return outcome.ResultRefused

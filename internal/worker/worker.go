@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -43,8 +44,11 @@ type Worker struct {
 	Roots func(ctx context.Context) ([]config.Root, error)
 	// Observer receives the pass's events; nil ignores them.
 	Observer Observer
-	Logger   *slog.Logger
-	Tracer   trace.Tracer
+	// Ledger, when set, records every pass in the audit ledger; its
+	// failures fail the pass (Report.LedgerErrors).
+	Ledger *Ledger
+	Logger *slog.Logger
+	Tracer trace.Tracer
 	// Now is this host's wall clock for reports and logs; it decides
 	// nothing (the store's clock does).
 	Now func() time.Time
@@ -101,10 +105,12 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	obs := w.observer()
 	obs.PassStarted(rep)
+	lp := w.Ledger.begin(ctx, rep, w.journalOptions())
 	roots, err := w.Roots(ctx)
 	if err != nil && len(roots) == 0 {
 		rep.Finished = now()
 		rep.Err = fmt.Errorf("list roots: %w", err)
+		lp.finish()
 		obs.PassFinished(rep)
 		endPassSpan(span, rep)
 		return rep, rep.Err
@@ -116,7 +122,7 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	log.Info("pass started", "roots", len(roots), "dry_run", rep.DryRun)
 	budget := newBudget(w.Config.Limits)
-	p := &pass{w: w, rep: rep, log: log, tracer: tracer, now: now, obs: obs, budget: budget, draining: draining}
+	p := &pass{w: w, rep: rep, log: log, tracer: tracer, now: now, obs: obs, ledger: lp, budget: budget, draining: draining}
 	for i, root := range roots {
 		if draining() {
 			rep.Interrupted = true
@@ -134,6 +140,9 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 		rep.Interrupted = true
 	}
 	rep.Finished = now()
+	// The file is written before the pass's result is: its failure is
+	// part of it.
+	lp.finish()
 	obs.PassFinished(rep)
 	endPassSpan(span, rep)
 	t := rep.Totals()
@@ -152,6 +161,13 @@ func (w *Worker) dryRun() bool {
 	return w.Config.DryRun || (r != nil && !*r)
 }
 
+// journalOptions are the lease terms of the pass's audit journal: those of
+// the table leases.
+func (w *Worker) journalOptions() ledger.JournalOptions {
+	return ledger.JournalOptions{Owner: w.Owner, TTL: w.Config.Defaults.LeaseTTL.D(),
+		Skew: w.Config.Defaults.SkewAllowance.D(), Clock: w.LeaseClock}
+}
+
 func (w *Worker) observer() Observer {
 	if w.Observer == nil {
 		return NopObserver{}
@@ -167,6 +183,7 @@ type pass struct {
 	tracer   trace.Tracer
 	now      func() time.Time
 	obs      Observer
+	ledger   *ledgerPass
 	budget   *budget
 	draining func() bool
 }
@@ -179,7 +196,12 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	ctx = logctx.With(ctx, "root", root.URI)
 	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
 	defer span.End()
-	defer func() { rr.Finished = p.now(); p.obs.RootFinished(p.rep, rr); endRootSpan(span, rr) }()
+	defer func() {
+		rr.Finished = p.now()
+		p.ledger.rootFinished(rr)
+		p.obs.RootFinished(p.rep, rr)
+		endRootSpan(span, rr)
+	}()
 
 	store, err := p.w.Open(ctx, root)
 	if err != nil {
@@ -279,7 +301,7 @@ func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			d := p.purgeOne(ctx, ns, s, t.maxObjects, log.With("table", s.Name))
+			d := p.purgeOne(ctx, ns, rr.Root, s, t.maxObjects, log.With("table", s.Name))
 			p.budget.spend(d.Objects)
 			p.decide(rr, d)
 		}()
@@ -287,8 +309,8 @@ func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 	wg.Wait()
 }
 
-// purgeOne purges one table and turns the outcome into a decision.
-func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycle.TableStatus, maxObjects int64, log *slog.Logger) Decision {
+// purgeOne purges one table of root and turns the outcome into a decision.
+func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, root string, s lifecycle.TableStatus, maxObjects int64, log *slog.Logger) Decision {
 	ctx, span := p.tracer.Start(ctx, "reaper.purge_table", trace.WithAttributes(
 		attribute.String("reaper.table", s.Name), attribute.String("reaper.root", ns.Store().URI()),
 		attribute.Int64("reaper.deleted_at_ms", s.DeletedAt.UnixMilli()), attribute.Int64("reaper.ttl_ms", s.TTL.Milliseconds())))
@@ -325,6 +347,11 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, s lifecycl
 		Walked: func(objects, bytes int64) {
 			report(func(pr *Progress) { pr.TotalObjects, pr.TotalBytes = objects, bytes })
 		},
+		// No destruction without an audit record: the journal holds the
+		// intent before the purge commits.
+		BeforeCommit: func(ctx context.Context, objects, bytes int64) error {
+			return p.ledger.intent(ctx, root, s, d.Started, objects, bytes)
+		},
 	})
 	d.Finished = p.now()
 	report(func(pr *Progress) { pr.Objects, pr.Bytes, pr.Done = res.Objects, res.Bytes, true })
@@ -358,6 +385,7 @@ func (p *pass) decide(rr *RootReport, d Decision) {
 	p.rep.mu.Lock()
 	rr.Decisions = append(rr.Decisions, d)
 	p.rep.mu.Unlock()
+	p.ledger.decision(d)
 	p.obs.Decision(p.rep, d)
 	logDecision(p.log, d)
 }

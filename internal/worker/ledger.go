@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/ledger"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/outcome"
+)
+
+// Ledger writes each pass's audit ledger (internal/ledger): before a purge
+// commits, a journal record of what it is about to destroy, replaced by the
+// table's row once decided; when the pass ends, a Parquet file with a row
+// per decision, after which the journal goes; and when a pass starts, the
+// journals that passes killed before their end left behind, folded in.
+// Unlike an Observer's, its failures are the pass's: an audit record lost
+// or not written makes the pass partial (Report.LedgerErrors), and a purge
+// whose intent cannot be recorded does not commit.
+type Ledger struct {
+	store   objstore.Store
+	log     *slog.Logger
+	version string
+	host    string
+	// timeout bounds each write made once the pass's context may be done
+	// (an outcome record, the pass's file).
+	timeout time.Duration
+}
+
+// NewLedger writes to store; version and host fill every row. A nil log
+// logs to slog.Default().
+func NewLedger(store objstore.Store, log *slog.Logger, version, host string) *Ledger {
+	return &Ledger{store: store, log: cmp.Or(log, slog.Default()), version: version, host: host, timeout: 30 * time.Second}
+}
+
+// ledgerPass is one pass's ledger; a nil one (no ledger configured)
+// records nothing.
+type ledgerPass struct {
+	l   *Ledger
+	rep *Report
+	w   *ledger.Writer
+	j   *ledger.Journal
+}
+
+// begin starts pass rep's ledger and folds the journals of passes that
+// died (not in a dry run, which writes nothing but its own file).
+func (l *Ledger) begin(ctx context.Context, rep *Report, opts ledger.JournalOptions) *ledgerPass {
+	if l == nil {
+		return nil
+	}
+	opts.Logger = l.log
+	lp := &ledgerPass{l: l, rep: rep, w: ledger.NewWriter(l.store, rep.PassID, rep.Started),
+		j: ledger.NewJournal(l.store, rep.PassID, rep.Started, opts)}
+	if !rep.DryRun {
+		if _, err := ledger.Recover(ctx, l.store, rep.PassID, opts); err != nil && ctx.Err() == nil {
+			lp.failed(fmt.Errorf("fold the audit journals of earlier passes: %w", err))
+		}
+	}
+	return lp
+}
+
+// failed records a ledger write that failed: the pass's and the log's.
+func (lp *ledgerPass) failed(err error) {
+	lp.rep.ledgerFailed(err)
+	lp.l.log.Error("audit ledger write failed: the pass fails", "pass_id", lp.rep.PassID, "error", err)
+}
+
+// intent records, before the purge of s (on root, started at started)
+// commits, that it is about to delete objects objects and bytes bytes: the
+// hook lifecycle.PurgeOptions.BeforeCommit calls. Its error stops the purge
+// before anything is deleted; a journal failure is the pass's too.
+func (lp *ledgerPass) intent(ctx context.Context, root string, s lifecycle.TableStatus, started time.Time, objects, bytes int64) error {
+	if lp == nil {
+		return nil
+	}
+	row := ledgerRow(lp.rep, Decision{Root: root, Table: s.Name, Status: s, Started: started, Finished: started}, lp.l.version, lp.l.host)
+	err := lp.j.Intent(ctx, row, objects, bytes, s.Commit != nil)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ledger.ErrJournalStopped) {
+		lp.failed(err)
+	}
+	return err
+}
+
+// decision adds d's row to the pass's file and, for a table whose intent
+// the journal holds, replaces the intent with it.
+func (lp *ledgerPass) decision(d Decision) {
+	if lp == nil {
+		return
+	}
+	row := ledgerRow(lp.rep, d, lp.l.version, lp.l.host)
+	lp.w.Add(row)
+	ctx, cancel := context.WithTimeout(context.Background(), lp.l.timeout)
+	defer cancel()
+	if err := lp.j.Outcome(ctx, row); err != nil {
+		lp.failed(err)
+	}
+}
+
+// ledgerRow is one decision as an audit row.
+func ledgerRow(r *Report, d Decision, version, host string) ledger.Row {
+	row := ledger.Row{
+		PassID: r.PassID, Root: d.Root, Table: d.Table, Action: string(d.Action), Reason: string(d.Reason),
+		DeletedAt: d.Status.DeletedAt, PurgeAfter: d.Status.PurgeAfter,
+		Objects: d.Objects, Bytes: d.Bytes, Started: d.Started, Finished: d.Finished,
+		Version: version, Host: host,
+	}
+	if d.Detail != "" {
+		row.Reason += ": " + d.Detail
+	}
+	if d.Status.Marker != nil {
+		ttl := d.Status.TTL
+		row.TTL = &ttl
+	}
+	switch {
+	case d.Err != nil:
+		row.Error = d.Err.Error()
+	case d.Action == outcome.Failed || d.Action == outcome.Conflict:
+		// Failures found while planning (an invalid or future-dated
+		// marker, a live or unknown name) carry no Go error, only their
+		// explanation; the row's error must not be empty.
+		row.Error = string(d.Reason) + ": " + d.Detail
+	}
+	return row
+}
+
+// rootFinished adds a row for a root that could not be opened or planned
+// (table "", action failed, reason error): without it, a pass over a root
+// it could not read left a ledger file with no trace of it.
+func (lp *ledgerPass) rootFinished(rr *RootReport) {
+	if lp == nil || rr.Err == nil {
+		return
+	}
+	lp.w.Add(ledger.Row{
+		PassID: lp.rep.PassID, Root: rr.Root, Action: string(outcome.Failed), Reason: string(outcome.ReasonRootError),
+		Started: rr.Started, Finished: rr.Finished, Error: rr.Err.Error(), Version: lp.l.version, Host: lp.l.host,
+	})
+}
+
+// finish writes the pass's file, then removes its journal; a file that
+// cannot be written fails the pass and keeps the journal, which a later
+// pass folds in.
+func (lp *ledgerPass) finish() {
+	if lp == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lp.l.timeout)
+	defer cancel()
+	key, err := lp.w.Close(ctx)
+	if err != nil {
+		lp.failed(fmt.Errorf("write audit ledger: %w", err))
+	} else {
+		lp.l.log.Info("audit ledger written", "pass_id", lp.rep.PassID, "key", key, "rows", lp.w.Len())
+	}
+	if cerr := lp.j.Close(ctx, err != nil); cerr != nil {
+		// The records stay, to be folded again: duplicates of rows the
+		// file holds (same pass_id, root and table), never lost ones.
+		lp.l.log.Warn("remove the pass's audit journal", "pass_id", lp.rep.PassID, "error", cerr)
+	}
+}
