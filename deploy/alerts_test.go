@@ -164,6 +164,7 @@ func healthy() scenario {
 		`reaper_tables{` + l + `, ` + root + `, state="due"}`:                                  constant(1),
 		`reaper_objstore_requests_total{` + l + `, op="walk", code="ok"}`:                      perPass(1),
 		`reaper_s3_http_requests_total{` + l + `, operation="GetObject", code="404"}`:          perPass(2),
+		`reaper_ledger_write_failures_total{` + l + `}`:                                        constant(0),
 	}
 	return s
 }
@@ -304,6 +305,12 @@ func TestAlertsFire(t *testing.T) {
 		})},
 		{"ReaperPurgeFailures", `reason="invalid_marker"`, healthy().with(scenario{
 			`reaper_purge_failures_total{` + l + `, reason="invalid_marker"}`: perPass(1),
+		})},
+		{"ReaperLedgerWriteFailures", `instance="10.0.0.7:9090"`, healthy().with(scenario{
+			// Writes fail from an hour before the end, one per pass.
+			`reaper_ledger_write_failures_total{` + l + `}`: after(window-time.Hour, constant(0), func(at time.Duration) (float64, bool) {
+				return float64((at - (window - time.Hour)) / passes), true
+			}),
 		})},
 		{"ReaperPurgeConflicts", `job="reaper"`, healthy().with(scenario{
 			`reaper_purge_conflicts_total{` + l + `}`: perPass(1),

@@ -151,6 +151,55 @@ tests:
       - eval_time: 5h
         alertname: ReaperRootRefused
         exp_alerts: []
+  # Daemon: audit ledger writes fail, one a minute.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_ledger_write_failures_total{namespace="lance",job="reaper",instance="10.0.0.7:9090"}'
+        values: '0x200 1+1x100'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperLedgerWriteFailures
+        exp_alerts:
+          - exp_labels: {severity: critical, namespace: lance, job: reaper, instance: "10.0.0.7:9090"}
+            exp_annotations:
+              summary: reaper cannot write its audit ledger
+              description: >-
+                60 audit ledger write(s) of reaper 10.0.0.7:9090 in lance failed in the last hour (or in the last pushed run). Purges
+                whose intent could not be recorded were not done (failed, reason ledger), and what
+                was purged may be missing from the audit trail until a later pass folds its journal.
+                Check audit.location's store (permissions, quota, reachability) and the "audit
+                ledger write failed" log lines.
+  # Pushgateway: the last run pushed its one failed write; the alert
+  # clears with the next run that pushes 0.
+  - interval: 1m
+    input_series:
+      - series: 'push_time_seconds{namespace="lance",job="reaper-lance",instance=""}'
+        values: '0+60x300'
+      - series: 'reaper_ledger_write_failures_total{namespace="lance",job="reaper-lance",instance=""}'
+        values: '0x280 1x20'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperLedgerWriteFailures
+        exp_alerts:
+          - exp_labels: {severity: critical, namespace: lance, job: reaper-lance}
+            exp_annotations:
+              summary: reaper cannot write its audit ledger
+              description: >-
+                1 audit ledger write(s) of reaper-lance in lance failed in the last hour (or in the last pushed run). Purges
+                whose intent could not be recorded were not done (failed, reason ledger), and what
+                was purged may be missing from the audit trail until a later pass folds its journal.
+                Check audit.location's store (permissions, quota, reachability) and the "audit
+                ledger write failed" log lines.
+  - interval: 1m
+    input_series:
+      - series: 'push_time_seconds{namespace="lance",job="reaper-lance",instance=""}'
+        values: '0+60x300'
+      - series: 'reaper_ledger_write_failures_total{namespace="lance",job="reaper-lance",instance=""}'
+        values: '1x200 0x100'
+    alert_rule_test:
+      - eval_time: 5h
+        alertname: ReaperLedgerWriteFailures
+        exp_alerts: []
   # Healthy: nothing refused, every replica succeeding.
   - interval: 1m
     input_series:
@@ -158,12 +207,17 @@ tests:
         values: '0+60x300'
       - series: 'reaper_roots_refused_total{namespace="lance",job="reaper",instance="10.0.0.7:9090",root="",reason="blast_radius"}'
         values: '0x300'
+      - series: 'reaper_ledger_write_failures_total{namespace="lance",job="reaper",instance="10.0.0.7:9090"}'
+        values: '0x300'
     alert_rule_test:
       - eval_time: 5h
         alertname: ReaperRootRefused
         exp_alerts: []
       - eval_time: 5h
         alertname: ReaperNoRecentSuccess
+        exp_alerts: []
+      - eval_time: 5h
+        alertname: ReaperLedgerWriteFailures
         exp_alerts: []
 `
 

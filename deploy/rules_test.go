@@ -59,7 +59,7 @@ func TestRulesArePrometheusRules(t *testing.T) {
 			require.Positive(t, rule.For, "%s: an alert waits before firing", rule.Alert)
 		}
 	}
-	require.Len(t, alerts, 11)
+	require.Len(t, alerts, 12)
 }
 
 // TestRulesReadRealMetrics: every metric the rules read is one a real pass
@@ -89,7 +89,7 @@ func TestRulesReadRealMetrics(t *testing.T) {
 	for _, want := range []string{
 		"reaper_last_success_timestamp_seconds", "reaper_tables", "reaper_oldest_due_marker_timestamp_seconds",
 		"reaper_purge_failures_total", "reaper_purge_conflicts_total", "reaper_roots_refused_total",
-		"reaper_lock_acquisitions_total",
+		"reaper_lock_acquisitions_total", "reaper_ledger_write_failures_total",
 	} {
 		require.Contains(t, raw, want)
 	}
