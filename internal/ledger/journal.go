@@ -35,7 +35,9 @@ type JournalOptions struct {
 	// shortest lease the store's clock can hold (lock.MinTTL).
 	TTL, Skew time.Duration
 	// Clock is the holder's clock for its lease (nil: CLOCK_BOOTTIME).
-	Clock  func() time.Time
+	Clock func() time.Time
+	// Now dates the records, as the pass dates its rows (nil: time.Now).
+	Now    func() time.Time
 	Logger *slog.Logger
 }
 
@@ -64,6 +66,7 @@ type Journal struct {
 	passID  string
 	started time.Time
 	locker  *lock.Locker
+	now     func() time.Time
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -75,7 +78,11 @@ type Journal struct {
 // NewJournal is the journal of pass passID (which must be a valid pass id),
 // started at started.
 func NewJournal(store objstore.Store, passID string, started time.Time, opts JournalOptions) *Journal {
-	return &Journal{store: store, passID: passID, started: started, locker: opts.locker(store),
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Journal{store: store, passID: passID, started: started, locker: opts.locker(store), now: now,
 		log: cmp.Or(opts.Logger, slog.Default()), written: map[string]bool{}}
 }
 
@@ -90,7 +97,7 @@ func (j *Journal) Intent(ctx context.Context, row Row, objects, bytes int64, com
 	if err != nil {
 		return err
 	}
-	rec := record{Kind: kindIntent, PassStarted: formatTime(j.started), Written: formatTime(time.Now()),
+	rec := record{Kind: kindIntent, PassStarted: formatTime(j.started), Written: formatTime(j.now()),
 		Objects: objects, Bytes: bytes, Committed: committed, Row: toRowJSON(row)}
 	return j.put(ctx, lease, row, rec)
 }
@@ -108,7 +115,7 @@ func (j *Journal) Outcome(ctx context.Context, row Row) error {
 	if !has {
 		return nil
 	}
-	rec := record{Kind: kindOutcome, PassStarted: formatTime(j.started), Written: formatTime(time.Now()), Row: toRowJSON(row)}
+	rec := record{Kind: kindOutcome, PassStarted: formatTime(j.started), Written: formatTime(j.now()), Row: toRowJSON(row)}
 	return j.put(ctx, lease, row, rec)
 }
 

@@ -105,7 +105,7 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	obs := w.observer()
 	obs.PassStarted(rep)
-	lp := w.Ledger.begin(ctx, rep, w.journalOptions())
+	lp := w.Ledger.begin(ctx, rep, w.journalOptions(now))
 	roots, err := w.Roots(ctx)
 	if err != nil && len(roots) == 0 {
 		rep.Finished = now()
@@ -161,11 +161,11 @@ func (w *Worker) dryRun() bool {
 	return w.Config.DryRun || (r != nil && !*r)
 }
 
-// journalOptions are the lease terms of the pass's audit journal: those of
-// the table leases.
-func (w *Worker) journalOptions() ledger.JournalOptions {
+// journalOptions are the lease terms of the pass's audit journal (those of
+// the table leases) and now, the clock its rows are dated by.
+func (w *Worker) journalOptions(now func() time.Time) ledger.JournalOptions {
 	return ledger.JournalOptions{Owner: w.Owner, TTL: w.Config.Defaults.LeaseTTL.D(),
-		Skew: w.Config.Defaults.SkewAllowance.D(), Clock: w.LeaseClock}
+		Skew: w.Config.Defaults.SkewAllowance.D(), Clock: w.LeaseClock, Now: now}
 }
 
 func (w *Worker) observer() Observer {
