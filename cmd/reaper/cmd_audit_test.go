@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,4 +191,46 @@ func TestAuditCorruptLedger(t *testing.T) {
 	err := runAudit(t.Context(), auditOpts(dir, now), &bytes.Buffer{})
 	require.Equal(t, exitFailed, exitCode(err), "got %v", err)
 	require.ErrorContains(t, err, key)
+}
+
+// Rows still in a journal (a pass running, or killed and not folded yet)
+// and rows a later pass folded from one are shown, and marked.
+func TestAuditShowsJournalAndRecoveredRows(t *testing.T) {
+	dir, now := auditFixture(t)
+	s, err := local.Open(dir)
+	require.NoError(t, err)
+	started := now.Add(-10 * time.Minute)
+	opts := ledger.JournalOptions{TTL: time.Hour, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return started }}
+	j := ledger.NewJournal(s, "pass-killed", started, opts)
+	require.NoError(t, j.Intent(t.Context(), ledger.Row{PassID: "pass-killed", Root: "/data/db", Table: "doomed",
+		Started: started, Version: "v3", Host: "h3"}, 5, 500, false))
+
+	var out bytes.Buffer
+	require.NoError(t, runAudit(t.Context(), auditOpts(dir, now), &out))
+	require.Regexp(t, `doomed\s+failed\s+0\s+0 B\s+\[pending\] unfinished: pass pass-killed recorded its intent to purge 5 object\(s\)`, out.String())
+
+	// Killed: its lease expires, and the next pass folds its journal.
+	require.NoError(t, j.Close(t.Context(), true)) // releases the lease, keeps the record
+	_, err = ledger.Recover(t.Context(), s, "pass-next", opts)
+	require.NoError(t, err)
+	out.Reset()
+	o := auditOpts(dir, now)
+	o.Output = formatJSON
+	require.NoError(t, runAudit(t.Context(), o, &out))
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rows), out.String())
+	var doomed map[string]any
+	for _, r := range rows {
+		if r["table"] == "doomed" {
+			require.Nil(t, doomed, "one row: %s", out.String())
+			doomed = r
+		}
+	}
+	require.Equal(t, "pass-next", doomed["recovered_by"])
+	require.Equal(t, false, doomed["pending"])
+	require.Equal(t, "pass-killed", doomed["pass_id"])
+
+	out.Reset()
+	require.NoError(t, runAudit(t.Context(), auditOpts(dir, now), &out))
+	require.Contains(t, out.String(), "[recovered by pass-next] unfinished: pass pass-killed")
 }
