@@ -78,10 +78,22 @@ func (lp *ledgerPass) intent(ctx context.Context, root string, s lifecycle.Table
 	if lp == nil {
 		return nil
 	}
+	// A purge whose table lease is lost stops as lease_lost, whatever the
+	// journal says: a process frozen past its leases loses the table's and
+	// the journal's at once, and the table's loss is what the table's row
+	// must say. ctx carries the table lease's fence.
+	if _, err := objstore.CheckFence(ctx); err != nil {
+		return err
+	}
 	row := ledgerRow(lp.rep, Decision{Root: root, Table: s.Name, Status: s, Started: started, Finished: started}, lp.l.version, lp.l.host)
 	err := lp.j.Intent(ctx, row, objects, bytes, s.Commit != nil)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ledger.ErrJournalStopped) {
 		lp.failed(err)
+	}
+	if err != nil {
+		if _, ferr := objstore.CheckFence(ctx); ferr != nil {
+			return ferr
+		}
 	}
 	return err
 }

@@ -369,3 +369,30 @@ func TestLedgerRunningPassIsNotFolded(t *testing.T) {
 		require.Empty(t, journalKeys(t, audit))
 	}, objstoretest.Shared()...)
 }
+
+// A pass frozen past its leases (the table's and the journal's) resumes
+// in a purge's walk: the table's row says lease_lost, not ledger, though
+// the journal's lease is lost too.
+func TestLedgerFrozenPassReportsTheLostTableLease(t *testing.T) {
+	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
+		f := newFixture(t, backend, 1)
+		f.table(0, "a", 2, 1, 6*day) // due first: its intent takes the journal's lease
+		f.table(0, "b", 2, 1, 7*day)
+		audit := auditStore(t, backend)
+		p := f.pausePass()
+		frozen := p.PauseBefore(objstoretest.OpWalkStart, "b.lance/", 0)
+		var skew atomic.Int64
+		cfg := baseConfig()
+		cfg.Limits.TableConcurrency = 1
+		w := f.worker(cfg, 8*day)
+		w.Ledger = testLedger(audit)
+		w.LeaseClock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		done := passAsync(t, w)
+		<-frozen.Reached()
+		skew.Store(int64(2 * cfg.Defaults.LeaseTTL.D())) // frozen past both leases
+		frozen.Release()
+		rep := <-done
+		require.Equal(t, map[string]string{"a": "purged/due", "b": "failed/lease_lost"}, byTable(rep, 0))
+		require.NotEmpty(t, f.keys(0, "b.lance/"), "b keeps its data")
+	}, objstoretest.Shared()...)
+}
