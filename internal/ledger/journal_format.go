@@ -52,6 +52,12 @@ func recordKey(passID, root, table string) string {
 	return journalDir(passID) + hex.EncodeToString(h[:recordHashLen/2]) + recordSuffix
 }
 
+// isJournalLease reports whether key is a journal's lease.
+func isJournalLease(key string) bool {
+	_, name, ok := journalKey(key)
+	return ok && name == journalLeaseName
+}
+
 // journalKey splits a key under JournalPrefix into its pass id and name
 // ("lease" or a record's "<hash>.json"); ok is false for any other key.
 func journalKey(key string) (passID, name string, ok bool) {

@@ -17,6 +17,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/retry"
+	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -350,4 +352,25 @@ func TestRecoverConcurrentFoldersFoldOnce(t *testing.T) {
 		require.Equal(t, 1, folded, "folded once")
 		require.Empty(t, keysUnder(t, s, ledger.JournalPrefix))
 	})
+}
+
+// A journal's lease renews past the pass's pacer, as a table's lease does:
+// a store that throttles the pass must not cost it its journal. Records
+// are paced like any other request.
+func TestJournalLeaseBypassesThePacer(t *testing.T) {
+	pacer := retry.NewPacer(0.001) // one request now, the next in 1,000 s
+	s, err := ledger.OpenLocation(t.Context(), t.TempDir(), nil, stack.Options{Pacer: pacer, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	_, err = s.Put(t.Context(), "journal/pass-a/"+strings.Repeat("0", 32)+".json", []byte("{}")) // spends the one request
+	require.NoError(t, err)
+	// The deadlines bound the test; the pacer would hold a paced request
+	// for 1,000 s.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err = s.PutIfAbsent(ctx, "journal/pass-a/lease", []byte("lease"))
+	require.NoError(t, err, "the lease is not paced")
+	short, cancel2 := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel2()
+	_, err = s.Put(short, "journal/pass-a/"+strings.Repeat("1", 32)+".json", []byte("{}"))
+	require.Error(t, err, "a record is paced")
 }

@@ -37,5 +37,10 @@ func OpenLocation(ctx context.Context, uri string, storageOptions map[string]str
 			return nil, fmt.Errorf("ledger location %s: %w", l, err)
 		}
 	}
+	// A journal's lease renews past any pacing, as a table's does: lease
+	// traffic never queues behind bulk work, or a throttled store would
+	// lose the journal and stop the pass's purges.
+	paced := so.Unpaced
+	so.Unpaced = func(key string) bool { return isJournalLease(key) || paced != nil && paced(key) }
 	return stack.Open(ctx, uri, storageOptions, so)
 }
