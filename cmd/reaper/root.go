@@ -135,6 +135,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDropCmd(g, stdout),
 		newReviveCmd(g, stdout),
 		newStatusCmd(g, stdout),
+		newRetainCmd(g, stdout),
 		newPurgeCmd(g, stdout),
 		newRunCmd(g, stdout),
 		newHoldCmd(g, stdout),

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -134,9 +135,13 @@ func runRetentionOracle(t *testing.T, b backend, n int) {
 	store, err := stack.Open(ctx, b.uri(), b.lanceOptions(), stack.Options{})
 	require.NoError(t, err)
 	stats := &oracleStats{byWhy: map[string]int{}}
+	// The command line is checked on the same tables: `reaper retain
+	// --dry-run` must list the files of the plan, so what the CLI reports
+	// is, through the plan, what Lance deletes.
+	c := &cli{bin: reaperBin(t), b: b}
 	for step := range cutoffsPerTable {
 		for _, du := range []bool{false, true} {
-			oracleStep(t, ctx, store, d, tables, step, du, stats)
+			oracleStep(t, ctx, store, d, tables, step, du, stats, c)
 		}
 	}
 	verifyAllVersions(t, d, tables)
@@ -190,7 +195,7 @@ func pickCutoffs(rng *rand.Rand, vs []builtVersion) []time.Time {
 
 // oracleStep plans every table still in play at its step-th cutoff, lets
 // the client clean them, and compares.
-func oracleStep(t *testing.T, ctx context.Context, store objstore.Store, d *retentionDriver, tables []*oracleTable, step int, du bool, stats *oracleStats) {
+func oracleStep(t *testing.T, ctx context.Context, store objstore.Store, d *retentionDriver, tables []*oracleTable, step int, du bool, stats *oracleStats, c *cli) {
 	var active []*oracleTable
 	for _, o := range tables {
 		if !o.done && step < len(o.cutoffs) {
@@ -218,6 +223,7 @@ func oracleStep(t *testing.T, ctx context.Context, store objstore.Store, d *rete
 		before[i], err = listTable(ctx, store, o.dir())
 		return err
 	}))
+	checkRetainCLI(t, c, active, plans, step, du)
 	specs := make([]cleanupSpec, len(active))
 	for i, o := range active {
 		specs[i] = cleanupSpec{Name: o.h.Name, CutoffMs: o.cutoffs[step].UnixMilli(), DeleteUnverified: du}
@@ -247,6 +253,55 @@ func oracleStep(t *testing.T, ctx context.Context, store objstore.Store, d *rete
 				stats.unverifiedSteps++
 			}
 		})
+	}
+}
+
+// checkRetainCLI runs `reaper retain --dry-run -o json` on the active
+// tables at their step-th cutoff (grouped by cutoff: one run each) and
+// requires each table's files to be its plan's.
+func checkRetainCLI(t *testing.T, c *cli, active []*oracleTable, plans []retention.Plan, step int, du bool) {
+	t.Helper()
+	byCutoff := map[time.Time][]int{}
+	for i, o := range active {
+		byCutoff[o.cutoffs[step]] = append(byCutoff[o.cutoffs[step]], i)
+	}
+	for cutoff, idx := range byCutoff {
+		args := []string{"--dry-run", "-o", "json", "--allow-short-ttl", "--before", cutoff.UTC().Format(time.RFC3339Nano)}
+		if du {
+			args = append(args, "--delete-unverified")
+		}
+		for _, i := range idx {
+			args = append(args, active[i].h.Name)
+		}
+		out, code := c.run(t, "retain", args...)
+		require.Equal(t, 0, code, "reaper retain %v", args)
+		var rep struct {
+			Tables []struct {
+				Name   string `json:"name"`
+				Result string `json:"result"`
+				Files  []struct {
+					Key string `json:"key"`
+				} `json:"files"`
+			} `json:"tables"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		got := map[string][]string{}
+		for _, tb := range rep.Tables {
+			require.Contains(t, []string{"planned", "nothing_to_do"}, tb.Result, tb.Name)
+			keys := []string{}
+			for _, f := range tb.Files {
+				keys = append(keys, f.Key)
+			}
+			got[tb.Name] = keys
+		}
+		for _, i := range idx {
+			want := []string{}
+			for _, f := range plans[i].Files {
+				want = append(want, active[i].dir()+f.Key)
+			}
+			sort.Strings(want)
+			require.Equal(t, want, got[active[i].h.Name], "reaper retain's files of %s at cutoff %s", active[i].h.Name, cutoff)
+		}
 	}
 }
 

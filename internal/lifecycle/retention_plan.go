@@ -1,0 +1,142 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/retention"
+)
+
+// This file owns which tables of a root version retention plans, and how a
+// plan is reported: only live tables (data and no marker: a soft-deleted
+// table is left to its purge), each read by internal/lance and planned by
+// internal/retention with the store's clock. It deletes nothing.
+
+// RetentionResult is what planning did with one table.
+type RetentionResult string
+
+const (
+	// RetentionPlanned: the plan removes versions or files.
+	RetentionPlanned RetentionResult = "planned"
+	// RetentionNothingToDo: nothing is old enough to remove.
+	RetentionNothingToDo RetentionResult = "nothing_to_do"
+	// RetentionUnsupported: the reader does not fully understand the
+	// table; nothing of it is ever planned (Reason says why).
+	RetentionUnsupported RetentionResult = "unsupported"
+	// RetentionFailed: the table could not be read, or is not a live
+	// table (Reason says why).
+	RetentionFailed RetentionResult = "failed"
+)
+
+// RetentionPlan is one table's plan. File keys are relative to the root
+// (<name>.lance/...).
+type RetentionPlan struct {
+	Name   string
+	Result RetentionResult
+	// Reason explains unsupported and failed.
+	Reason string
+	// Versions is how many versions of main the table had.
+	Versions int
+	Plan     retention.Plan
+}
+
+// DefaultRetentionReads bounds how many tables PlanRetention reads at once
+// (each reads lance.ReadConcurrency manifests at once).
+const DefaultRetentionReads = 4
+
+// PlanRetention plans policy p on the named tables, or on every live table
+// of the root: one listing of the root, then each table read once, by the
+// store's clock. A named table that is not live is reported failed (a
+// soft-deleted table is left to its purge). The error is for the root as a
+// whole; per-table problems are in the results.
+func (ns *Namespace) PlanRetention(ctx context.Context, p retention.Policy, names ...string) ([]RetentionPlan, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	sts, err := ns.Status(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	now, err := ns.storeNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []RetentionPlan
+	for _, s := range sts {
+		if why := notRetainable(s); why != "" {
+			if len(names) > 0 {
+				out = append(out, RetentionPlan{Name: s.Name, Result: RetentionFailed, Reason: why})
+			}
+			continue
+		}
+		out = append(out, RetentionPlan{Name: s.Name})
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, DefaultRetentionReads)
+	for i := range out {
+		if out[i].Result != "" {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = ns.planTable(ctx, out[i].Name, p, now)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// notRetainable says why a table is not planned ("" when it is).
+func notRetainable(s TableStatus) string {
+	switch {
+	case s.State == StateExists:
+		return ""
+	case s.Marker != nil || s.Commit != nil:
+		return "soft-deleted: left to its purge"
+	case s.State == StateNotFound:
+		return "not found: no data"
+	}
+	return fmt.Sprintf("not a live table (%s)", s.State)
+}
+
+// planTable reads and plans one table.
+func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Policy, now time.Time) RetentionPlan {
+	ctx = withTable(ctx, name)
+	rp := RetentionPlan{Name: name}
+	t, err := lance.ReadTable(ctx, ns.store, TableDir(name))
+	var ue *lance.UnsupportedError
+	switch {
+	case errors.As(err, &ue):
+		rp.Result, rp.Reason = RetentionUnsupported, ue.Reason
+		return rp
+	case err != nil:
+		rp.Result, rp.Reason = RetentionFailed, err.Error()
+		return rp
+	}
+	rp.Versions = len(t.Versions)
+	plan, err := retention.Compute(t, p, now)
+	if err != nil {
+		rp.Result, rp.Reason = RetentionFailed, err.Error()
+		return rp
+	}
+	for i := range plan.Files {
+		plan.Files[i].Key = TableDir(name) + strings.TrimPrefix(plan.Files[i].Key, "/")
+	}
+	slices.SortFunc(plan.Files, func(a, b retention.File) int { return strings.Compare(a.Key, b.Key) })
+	rp.Plan = plan
+	rp.Result = RetentionNothingToDo
+	if len(plan.Files) > 0 || len(plan.Removed) > 0 {
+		rp.Result = RetentionPlanned
+	}
+	return rp
+}

@@ -1,0 +1,104 @@
+package reaper
+
+import (
+	"context"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/retention"
+)
+
+// RetentionPolicy says which old versions of a live table to remove, as
+// Lance's own cleanup_old_versions does (docs/RETENTION.md). Exactly one of
+// OlderThan and Before is set.
+type RetentionPolicy struct {
+	// OlderThan removes versions written more than this long before now by
+	// the store's clock.
+	OlderThan time.Duration
+	// Before removes versions written before this instant.
+	Before time.Time
+	// KeepVersions always keeps the newest N versions (0: 1).
+	KeepVersions int
+	// DeleteUnverified deletes files no manifest references whatever their
+	// age: only safe when nothing writes to the table.
+	DeleteUnverified bool
+	// UnverifiedAfter is the age from which a file no manifest references
+	// is deleted without DeleteUnverified (0: 7 days, as Lance).
+	UnverifiedAfter time.Duration
+}
+
+func (p RetentionPolicy) internal() retention.Policy {
+	return retention.Policy{OlderThan: p.OlderThan, Before: p.Before, KeepVersions: p.KeepVersions,
+		DeleteUnverified: p.DeleteUnverified, UnverifiedAfter: p.UnverifiedAfter}
+}
+
+// Results of planning retention on one table (RetentionPlan.Result).
+const (
+	RetentionPlanned     = string(lifecycle.RetentionPlanned)
+	RetentionNothingToDo = string(lifecycle.RetentionNothingToDo)
+	RetentionUnsupported = string(lifecycle.RetentionUnsupported)
+	RetentionFailed      = string(lifecycle.RetentionFailed)
+)
+
+// RetentionPlan is what a policy would remove from one live table.
+type RetentionPlan struct {
+	Name string
+	// Result is planned, nothing_to_do, unsupported (reaper does not fully
+	// understand the table and never plans anything of it) or failed.
+	Result string
+	// Reason explains unsupported and failed.
+	Reason string
+	// Versions is how many versions of main the table had.
+	Versions int
+	// Cutoff is the instant versions written before it are removed.
+	Cutoff time.Time
+	// Kept are the versions kept, each with why; Removed the versions
+	// whose manifests go.
+	Kept    []KeptVersion
+	Removed []uint64
+	// Files are every file to delete, keys relative to the root
+	// (<name>.lance/...), and Bytes their total size.
+	Files []RetentionFile
+	Bytes int64
+}
+
+// KeptVersion is a version a plan keeps and why.
+type KeptVersion struct {
+	Version uint64
+	Why     string
+}
+
+// RetentionFile is one file a plan deletes.
+type RetentionFile struct {
+	Key   string
+	Bytes int64
+	Why   string
+	// Verified: a removed version referenced it; otherwise no manifest
+	// does, and it goes for its age or because of DeleteUnverified.
+	Verified bool
+}
+
+// PlanRetention plans policy on the named live tables, or on every live
+// table of the root, and deletes nothing: one listing of the root, then
+// every manifest of each table read once, judged by the store's clock.
+// Soft-deleted tables are left to their purge (a named one is reported
+// failed). The error is for the root as a whole or a policy that cannot be
+// planned; per-table problems are in the results.
+func (n *Namespace) PlanRetention(ctx context.Context, policy RetentionPolicy, names ...string) ([]RetentionPlan, error) {
+	plans, err := n.ns.PlanRetention(ctx, policy.internal(), names...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RetentionPlan, len(plans))
+	for i, p := range plans {
+		out[i] = RetentionPlan{Name: p.Name, Result: string(p.Result), Reason: p.Reason, Versions: p.Versions,
+			Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes}
+		for _, k := range p.Plan.Kept {
+			out[i].Kept = append(out[i].Kept, KeptVersion{Version: k.Version, Why: k.Why})
+		}
+		for _, f := range p.Plan.Files {
+			out[i].Files = append(out[i].Files, RetentionFile{Key: f.Key, Bytes: f.Bytes, Why: f.Why, Verified: f.Verified})
+		}
+	}
+	return out, nil
+}
