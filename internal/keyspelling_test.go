@@ -21,7 +21,7 @@ import (
 
 // keyParts are the spellings a literal may not end with.
 var keyParts = []string{
-	".lance", ".lance/", ".deleted", ".reaper-lock", ".reaper-purge", ".reaper-hold",
+	".lance", ".lance/", ".deleted", ".reaper-lock", ".reaper-purge", ".reaper-hold", ".reaper-retain",
 	"_reaper/PAUSE", "_reaper/PAUSE/",
 }
 

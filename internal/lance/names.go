@@ -143,3 +143,10 @@ func DeletionFileKey(fragment, readVersion, id uint64, bitmap bool) string {
 	}
 	return fmt.Sprintf("%s%d-%d-%d.%s", DeletionsDir, fragment, readVersion, id, e)
 }
+
+// ManifestVersion is the version an attached manifest's file name (in
+// _versions/, either naming scheme) names, and whether it names one.
+func ManifestVersion(name string) (uint64, bool) {
+	kind, n, _ := versionName(name)
+	return n, kind == nameVersion
+}

@@ -92,7 +92,7 @@ func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 		}
 		t.Objects = append(t.Objects, objs...)
 	}
-	if err := t.readVersions(ctx, store, versionObjs); err != nil {
+	if err := t.readVersions(ctx, store, versionObjs, nil); err != nil {
 		return nil, err
 	}
 	if err := t.readRefs(ctx, store); err != nil {
@@ -135,7 +135,7 @@ func checkManaged(sub string, objs []objstore.Object) error {
 }
 
 // readVersions classifies the _versions/ listing and reads every manifest.
-func (t *Table) readVersions(ctx context.Context, store objstore.Store, objs []objstore.Object) error {
+func (t *Table) readVersions(ctx context.Context, store objstore.Store, objs []objstore.Object, known map[string]Manifest) error {
 	seen := map[uint64]string{}
 	for _, o := range objs {
 		name := strings.TrimPrefix(o.Key, VersionsDir)
@@ -159,17 +159,62 @@ func (t *Table) readVersions(ctx context.Context, store objstore.Store, objs []o
 		return unsupportedf("no versions in %s", VersionsDir)
 	}
 	slices.SortFunc(t.Versions, func(a, b Version) int { return cmp.Compare(a.Number, b.Number) })
-	if err := readManifests(ctx, store, t.Dir, t.Versions); err != nil {
+	if err := readManifests(ctx, store, t.Dir, t.Versions, known); err != nil {
 		return err
 	}
-	return readManifests(ctx, store, t.Dir, t.Detached)
+	return readManifests(ctx, store, t.Dir, t.Detached, known)
+}
+
+// Refresh reads the table's versions and refs again, as a deleting pass
+// does just before it deletes: one listing of _versions/, every manifest
+// not read before (a version committed since; manifests are written once,
+// so one already read is kept), and the tags and branches with their
+// manifests. The managed directories' listings (Objects) are kept as they
+// were: a file written since is in no plan made from them. A table that no
+// longer reads is an *UnsupportedError, as from ReadTable.
+func (t *Table) Refresh(ctx context.Context, store objstore.Store) (*Table, error) {
+	nt, err := t.refresh(ctx, store)
+	var fe *formatError
+	if errors.As(err, &fe) {
+		return nil, &UnsupportedError{Dir: t.Dir, Reason: fe.msg}
+	}
+	return nt, err
+}
+
+func (t *Table) refresh(ctx context.Context, store objstore.Store) (*Table, error) {
+	known := map[string]Manifest{}
+	for _, vs := range [][]Version{t.Versions, t.Detached} {
+		for _, v := range vs {
+			known[v.Key] = v.Manifest
+		}
+	}
+	objs, err := walk(ctx, store, t.Dir, VersionsDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkManaged(VersionsDir, objs); err != nil {
+		return nil, err
+	}
+	nt := &Table{Dir: t.Dir, URI: t.URI, Objects: t.Objects}
+	if err := nt.readVersions(ctx, store, objs, known); err != nil {
+		return nil, err
+	}
+	if err := nt.readRefs(ctx, store); err != nil {
+		return nil, err
+	}
+	return nt, nt.check()
 }
 
 // readManifests reads and decodes each version's manifest in place,
-// ReadConcurrency at a time; the first error stops the rest.
-func readManifests(ctx context.Context, store objstore.Store, dir string, vs []Version) error {
+// ReadConcurrency at a time, taking one already decoded from known (by key);
+// the first error stops the rest.
+func readManifests(ctx context.Context, store objstore.Store, dir string, vs []Version, known map[string]Manifest) error {
 	return forEach(ctx, len(vs), func(ctx context.Context, i int) error {
 		v := &vs[i]
+		if m, ok := known[v.Key]; ok {
+			v.Manifest = m
+			return nil
+		}
 		body, err := get(ctx, store, dir+v.Key, MaxManifestBytes)
 		if err != nil {
 			return err

@@ -22,6 +22,11 @@ const (
 	// CommitSuffix ends the purge commit: <root>/<name>.reaper-purge, written
 	// under the lease before a purge's first delete (commit_format.go).
 	CommitSuffix = ".reaper-purge"
+	// RetainSuffix ends a version-retention record:
+	// <root>/<name>.reaper-retain, written under the lease before a
+	// retention run's first delete and removed after its last
+	// (retain_record.go), so a crash leaves what is left to finish.
+	RetainSuffix = ".reaper-retain"
 	// PauseKey is the per-root pause switch: while an object of that name,
 	// or any object under "_reaper/PAUSE/" (a folder), exists, nothing is
 	// purged on the root. An object at pauseDir itself (a file, or on a
@@ -91,6 +96,9 @@ func IsLockKey(key string) bool { return strings.HasSuffix(key, LockSuffix) }
 
 // CommitKey is the key of a table's purge commit.
 func CommitKey(name string) string { return name + CommitSuffix }
+
+// RetainKey is the key of a table's version-retention record.
+func RetainKey(name string) string { return name + RetainSuffix }
 
 // TableDirIn returns the first segment of a slash-separated path that names
 // a table directory (<name>.lance), and whether there is one: anything

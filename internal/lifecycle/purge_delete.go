@@ -24,7 +24,7 @@ var errBudget = errors.New("object budget reached")
 type batchDeleter struct {
 	ctx      context.Context
 	store    objstore.Store
-	guard    *guard
+	guard    batchGuard
 	name     string
 	budget   int64 // 0 = unlimited
 	progress func(objects, bytes int64)
@@ -38,7 +38,16 @@ type batchDeleter struct {
 	err       error
 }
 
-func newBatchDeleter(ctx context.Context, store objstore.Store, g *guard, name string, opts PurgeOptions) *batchDeleter {
+// batchGuard is what a batch deleter asks before each batch: the lease
+// held in memory (no request), then the guard's reads from the store.
+type batchGuard interface {
+	leaseHeld() error
+	check(ctx context.Context) error
+}
+
+func (g *guard) leaseHeld() error { return g.lease.Check() }
+
+func newBatchDeleter(ctx context.Context, store objstore.Store, g batchGuard, name string, opts PurgeOptions) *batchDeleter {
 	return &batchDeleter{
 		ctx: ctx, store: store, guard: g, name: name,
 		budget: opts.MaxObjects, progress: opts.Progress,
@@ -67,7 +76,7 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 	if err := d.slots.acquire(d.ctx); err != nil {
 		return d.fail(fmt.Errorf("purge %q: %w", d.name, err))
 	}
-	if err := d.guard.lease.Check(); err != nil {
+	if err := d.guard.leaseHeld(); err != nil {
 		d.slots.release(false)
 		return d.fail(fmt.Errorf("purge %q: stopped before a delete: %w", d.name, err))
 	}

@@ -1,0 +1,85 @@
+package retention
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/lance-reaper/reaper/internal/lance"
+)
+
+// Recheck narrows a plan made earlier (the versions it removes and the
+// keys of the files it deletes, relative to the table directory) to what
+// the table, read again now, still allows: a deleting pass calls it just
+// before it deletes manifests and again before it deletes files, and a pass
+// that finds a plan left by a crash calls it on the table as it is.
+//
+// LanceDB writers do not take reaper's lease, so between the plan and the
+// deletes a writer may have committed a version (an append, a compaction,
+// a restore that re-references old files), created a tag or a branch. A
+// version is still removed only if it is not the newest, not tagged on
+// main and not a branch's root; a file is still deleted only if no version
+// left standing (every version of main not removed, the detached ones, and
+// every branch's manifests through base paths naming this table) references
+// it, and a manifest only if its version is still removed. Nothing is
+// added: what the table allows that the plan did not say stays.
+func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []string) {
+	drop := map[uint64]bool{}
+	if len(t.Versions) > 0 {
+		drop[t.Latest().Number] = true
+	}
+	for _, tg := range t.Tags {
+		if tg.Branch == "" {
+			drop[tg.Version] = true
+		}
+	}
+	for _, b := range t.Branches {
+		drop[b.RootVersion] = true
+	}
+	var keepRemoved []uint64
+	removing := map[uint64]bool{}
+	for _, n := range removed {
+		if !drop[n] {
+			keepRemoved = append(keepRemoved, n)
+			removing[n] = true
+		}
+	}
+	standing := newRefs()
+	manifests := map[string]bool{} // manifests of versions left standing
+	for _, v := range t.Versions {
+		if removing[v.Number] {
+			continue
+		}
+		standing.add(v.Refs())
+		manifests[v.Key] = true
+	}
+	for _, v := range t.Detached {
+		standing.add(v.Refs())
+		manifests[v.Key] = true
+	}
+	for _, b := range t.Branches {
+		for _, v := range b.Versions {
+			standing.add(t.MainRefs(v))
+		}
+	}
+	var keepFiles []string
+	for _, k := range files {
+		switch {
+		case manifests[k], standing.keys[k]:
+			continue
+		case strings.HasPrefix(k, lance.IndicesDir):
+			uuid, _, _ := strings.Cut(strings.TrimPrefix(k, lance.IndicesDir), "/")
+			if standing.indices[uuid] {
+				continue
+			}
+		case strings.HasPrefix(k, lance.VersionsDir):
+			// A version's manifest goes only while the version is still
+			// removed, listed or not.
+			if n, ok := lance.ManifestVersion(strings.TrimPrefix(k, lance.VersionsDir)); ok && !removing[n] {
+				continue
+			}
+		}
+		keepFiles = append(keepFiles, k)
+	}
+	slices.Sort(keepRemoved)
+	return keepRemoved, keepFiles
+}

@@ -1,0 +1,80 @@
+package retention
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/lance"
+)
+
+// planKeys are the keys of a plan's files.
+func planKeys(p Plan) []string {
+	var ks []string
+	for _, f := range p.Files {
+		ks = append(ks, f.Key)
+	}
+	return ks
+}
+
+// Read again unchanged, the table allows the whole plan.
+func TestRecheckUnchanged(t *testing.T) {
+	tb := table()
+	p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, p.Removed)
+	removed, files := Recheck(tb, p.Removed, planKeys(p))
+	require.Equal(t, p.Removed, removed)
+	require.Equal(t, planKeys(p), files)
+}
+
+// What a writer did between the plan and the deletes narrows the plan and
+// never widens it.
+func TestRecheckNarrows(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		change      func(tb *lance.Table)
+		wantRemoved []uint64
+		kept        []string // files of the plan no longer deleted
+	}{
+		{"a restore of version 2 re-references a.lance, b.lance and the deletion file", func(tb *lance.Table) {
+			del := &lance.DeletionFile{ReadVersion: 1, ID: 7}
+			tb.Versions = append(tb.Versions, ver(6, []string{"a.lance", "b.lance"}, del))
+		}, []uint64{1, 2, 3}, []string{"data/a.lance", "data/b.lance", lance.DeletionFileKey(0, 1, 7, false)}},
+		{"an index rebuilt with i1's uuid", func(tb *lance.Table) {
+			tb.Versions = append(tb.Versions, ver(6, []string{"d.lance"}, nil, "i1"))
+		}, []uint64{1, 2, 3}, []string{lance.IndicesDir + "i1/aux.idx", lance.IndicesDir + "i1/index.idx"}},
+		{"a tag created on version 2", func(tb *lance.Table) {
+			tb.Tags = append(tb.Tags, lance.Tag{Name: "keep", Version: 2})
+		}, []uint64{1, 3}, append(manifests(2), "_transactions/1-t2.txn", "data/a.lance", "data/b.lance", lance.DeletionFileKey(0, 1, 7, false))},
+		{"a branch rooted at version 3", func(tb *lance.Table) {
+			tb.Branches = append(tb.Branches, lance.Branch{Name: "dev", RootVersion: 3})
+		}, []uint64{1, 2}, append(manifests(3), "_transactions/2-t3.txn", "data/b.lance", lance.IndicesDir+"i1/aux.idx", lance.IndicesDir+"i1/index.idx")},
+		{"version 1's manifest already deleted (a crash)", func(tb *lance.Table) {
+			tb.Versions = tb.Versions[1:]
+		}, []uint64{1, 2, 3}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := table()
+			p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
+			require.NoError(t, err)
+			tc.change(tb)
+			removed, files := Recheck(tb, p.Removed, planKeys(p))
+			require.Equal(t, tc.wantRemoved, removed)
+			var gone []string
+			left := map[string]bool{}
+			for _, f := range files {
+				left[f] = true
+			}
+			for _, k := range planKeys(p) {
+				if !left[k] {
+					gone = append(gone, k)
+				}
+			}
+			require.ElementsMatch(t, tc.kept, gone)
+			for _, f := range files {
+				require.Contains(t, planKeys(p), f, "never a file the plan did not name")
+			}
+		})
+	}
+}
