@@ -60,7 +60,9 @@ type crashConfig struct {
 	skew     time.Duration
 	newRoot  func(t *testing.T) *backend
 	files    [2]int
-	s3       bool
+	// proxied: the store is a server behind the fault proxy, and runs
+	// are killed or stopped at their k-th request (else after a delay).
+	proxied bool
 }
 
 // localChaos and s3Chaos are the roots, leases and table sizes the crash
@@ -82,7 +84,7 @@ func s3Chaos(kills int) crashConfig {
 		skew:     shortSkew,
 		newRoot:  func(t *testing.T) *backend { return s3Backend(t, "db") },
 		files:    [2]int{4, 20},
-		s3:       true,
+		proxied:  true,
 	}
 }
 
@@ -139,8 +141,8 @@ func calibrate(t *testing.T, cfg crashConfig, seed uint64) window {
 		f.write(t, b)
 		var px *proxy
 		endpoint := ""
-		if cfg.s3 {
-			px = newProxy(t, b.srv, seed)
+		if cfg.proxied {
+			px = b.proxy(t, seed)
 			endpoint = px.URL()
 		}
 		var started time.Time
@@ -185,8 +187,8 @@ func crashChain(t *testing.T, cfg crashConfig, seed uint64, n int, w window, st 
 		f.write(t, b)
 		var px *proxy
 		endpoint := ""
-		if cfg.s3 {
-			px = newProxy(t, b.srv, seed+uint64(root))
+		if cfg.proxied {
+			px = b.proxy(t, seed+uint64(root))
 			endpoint = px.URL()
 		}
 		args := append(purgeArgs(cfg.leaseTTL, cfg.skew), b.rootArgs(endpoint)...)
@@ -200,7 +202,7 @@ func crashChain(t *testing.T, cfg crashConfig, seed uint64, n int, w window, st 
 			var r result
 			var point string
 			var work time.Duration
-			if cfg.s3 {
+			if cfg.proxied {
 				r, point, win.requests = killAtRequest(t, px, args, rng, win.requests)
 			} else {
 				r, point, work = killAfterDelay(t, args, rng, win.work)

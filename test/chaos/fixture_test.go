@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -38,8 +39,14 @@ type backend struct {
 	raw  objstore.Store
 	// dir is the local root directory ("" on S3).
 	dir string
-	// srv is the S3 test server (nil for local).
+	// srv is the S3 test server (nil elsewhere).
 	srv *objstoretest.S3Server
+	// endpoint is the store server's base URL ("" for local): the fault
+	// proxy's target and where the store's clock is read. via gives the
+	// storage options that reach the server through another endpoint (a
+	// proxy in front of it).
+	endpoint string
+	via      func(endpoint string) map[string]string
 	// base is the root's last path element ("db"), and parent a store one
 	// level up (S3: the enclosing prefix; local roots use parentDir). The
 	// sentinels outside the root live there (outside, below).
@@ -73,6 +80,12 @@ func s3Backend(t testing.TB, prefix string) *backend {
 	b.parent, err = all.Open(context.Background(), srv.URI(parent), srv.Options())
 	require.NoError(t, err)
 	b.base = path.Base(strings.Trim(prefix, "/"))
+	b.endpoint = srv.Endpoint
+	b.via = func(endpoint string) map[string]string {
+		opts := maps.Clone(srv.Options())
+		opts["aws_endpoint"] = endpoint
+		return opts
+	}
 	return b
 }
 
@@ -88,15 +101,15 @@ func openBackend(t testing.TB, name, uri string, opts map[string]string, dir str
 }
 
 // rootArgs are --root and --storage-option for the CLI; endpoint, when not
-// empty, replaces aws_endpoint (the fault proxy).
+// empty, replaces the server's endpoint (the fault proxy).
 func (b *backend) rootArgs(endpoint string) []string {
 	args := []string{"--root", b.uri}
-	for _, k := range sortedKeys(b.opts) {
-		v := b.opts[k]
-		if k == "aws_endpoint" && endpoint != "" {
-			v = endpoint
-		}
-		args = append(args, "--storage-option", k+"="+v)
+	opts := b.opts
+	if endpoint != "" {
+		opts = b.via(endpoint)
+	}
+	for _, k := range sortedKeys(opts) {
+		args = append(args, "--storage-option", k+"="+opts[k])
 	}
 	return args
 }
@@ -120,22 +133,22 @@ func sortedKeys[V any](m map[string]V) []string {
 // least, so once the test has read a Date at or past an instant, every
 // reaper process started afterwards judges by a clock at or past it.
 
-// storeNow reads the store's clock afresh: on S3 the Date of an unsigned
-// HEAD of the endpoint (any answer is dated).
+// storeNow reads the store's clock afresh: on a server the Date of an
+// unsigned HEAD of the endpoint (any answer is dated).
 func (b *backend) storeNow(t testing.TB) time.Time {
 	t.Helper()
-	if b.srv == nil {
+	if b.endpoint == "" {
 		return time.Now()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, b.srv.Endpoint+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, b.endpoint+"/", nil)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err, "read the store's clock")
 	resp.Body.Close()
 	date, err := http.ParseTime(resp.Header.Get("Date"))
-	require.NoError(t, err, "the S3 server's answer carries no Date")
+	require.NoError(t, err, "the %s server's answer carries no Date", b.name)
 	return date
 }
 

@@ -1,7 +1,7 @@
 // Package chaos holds the suites that try to make reaper lose live data:
-// fault injection in front of a real S3 server, SIGKILL at random points,
-// drop/revive/purge races with a raw writer, and replicas purging the same
-// roots. Every suite checks the same invariants (invariants_test.go) on
+// fault injection in front of a real S3 server, SIGKILL and SIGSTOP at
+// random points (local disk, S3, GCS, Azure), drop/revive/purge races with
+// a raw writer, and replicas purging the same roots. Every suite checks the same invariants (invariants_test.go) on
 // checksums of every object before and after.
 //
 // `make test` runs short, bounded versions; `make soak` sets
@@ -12,6 +12,12 @@
 //	REAPER_TEST_CHAOS_SEED=N           base seed (default random, always logged)
 //	REAPER_TEST_CHAOS_KILLS=N          kill points of the local crash suite
 //	REAPER_TEST_CHAOS_S3_KILLS=N       kill points of the S3 crash suite
+//	REAPER_TEST_CHAOS_GCS_KILLS=N      kill points of the GCS crash suite
+//	REAPER_TEST_CHAOS_AZURE_KILLS=N    kill points of the Azure crash suite
+//	REAPER_TEST_CHAOS_PAUSES=N         stopped rounds of the local pause suite
+//	REAPER_TEST_CHAOS_S3_PAUSES=N      stopped rounds of the S3 pause suite
+//	REAPER_TEST_CHAOS_GCS_PAUSES=N     stopped rounds of the GCS pause suite
+//	REAPER_TEST_CHAOS_AZURE_PAUSES=N   stopped rounds of the Azure pause suite
 //	REAPER_TEST_CHAOS_FAULT_SEEDS=N    seeds of the fault-injection suite
 //	REAPER_TEST_CHAOS_FAULT_RATE=F     per-request fault probability (0.2)
 //	REAPER_TEST_CHAOS_FAULT_PASS_SECONDS=N  time limit of the faulty pass (45)
@@ -39,7 +45,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
-// TestMain runs the suites, then stops the shared S3 server and removes the
+// TestMain runs the suites, then stops the shared servers and removes the
 // reaper binary: objstoretest.Main plus the binary's clean-up, which Main
 // (it ends in os.Exit) leaves no room for.
 func TestMain(m *testing.M) {
@@ -54,6 +60,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	objstoretest.StopS3()
+	objstoretest.StopGCS()
+	objstoretest.StopAzure()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -147,8 +147,8 @@ func pauseRound(t *testing.T, cfg crashConfig, seed uint64, w window, st *pauseS
 		f.write(t, b)
 		var px *proxy
 		endpoint := ""
-		if cfg.s3 {
-			px = newProxy(t, b.srv, seed+uint64(attempt))
+		if cfg.proxied {
+			px = b.proxy(t, seed+uint64(attempt))
 			endpoint = px.URL()
 		}
 		audit := filepath.Join(t.TempDir(), "audit")

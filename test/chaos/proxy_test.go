@@ -72,10 +72,13 @@ const (
 	hookForward                   // forward, then close without answering
 )
 
-// proxy is a fault-injecting reverse proxy on 127.0.0.1 in front of the real
-// S3 test server. Faults come from one seeded RNG; DeleteObjects with
-// per-key errors is forwarded with the failing keys taken out (so they are
-// really not deleted) and answered with <Error> entries for them.
+// proxy is a fault-injecting reverse proxy on 127.0.0.1 in front of a real
+// test server. Its hooks (kill or stop at the k-th request) work on any
+// store: a request is forwarded as it came, Host header included (SigV4
+// signs it). Its faults are S3's: error answers in S3's XML, from one
+// seeded RNG; DeleteObjects with per-key errors is forwarded with the
+// failing keys taken out (so they are really not deleted) and answered
+// with <Error> entries for them.
 type proxy struct {
 	t        testing.TB
 	target   *url.URL
@@ -122,11 +125,19 @@ func (p *proxy) settle(t testing.TB) {
 
 func newProxy(t testing.TB, srv *objstoretest.S3Server, seed uint64) *proxy {
 	t.Helper()
-	target, err := url.Parse(srv.Endpoint)
+	return newProxyTo(t, srv.Endpoint, srv.Client, seed)
+}
+
+// newProxyTo puts a proxy in front of the server at endpoint. upstream is
+// the S3 client per-key DeleteObjects errors need (nil on other stores:
+// only whole-request faults and hooks apply there).
+func newProxyTo(t testing.TB, endpoint string, upstream *s3.Client, seed uint64) *proxy {
+	t.Helper()
+	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, target: target, upstream: srv.Client, rng: newRand(seed),
+	p := &proxy{t: t, target: target, upstream: upstream, rng: newRand(seed),
 		tr: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve)) // listens on 127.0.0.1
 	t.Cleanup(func() {
@@ -251,7 +262,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 		if lat > 0 {
 			time.Sleep(lat) // the injected latency itself
 		}
-		if isDeleteObjects(r) && cfg.keyErrorRate > 0 {
+		if isDeleteObjects(r) && cfg.keyErrorRate > 0 && p.upstream != nil {
 			p.deleteWithKeyErrors(w, r, cfg)
 			return
 		}
