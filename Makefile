@@ -206,8 +206,9 @@ deploy-check-only:
 
 ## chaos: the fault-injection, crash, race, replica and bad-input suites alone (the short versions
 ## `make test` runs too); REAPER_TEST_CHAOS_SEED=N replays a run (test/chaos/main_test.go lists the knobs)
-## soak: the long chaos suites (REAPER_TEST_SOAK=1: 2000 local and 400 S3 kills, 12 fault seeds, 60 race
-## and 20 replica rounds, a -race reaper binary), then every fuzz target for FUZZTIME (default 2m) each
+## soak: the long chaos suites (REAPER_TEST_SOAK=1: 2000 local kills and 400 on each of S3, GCS and
+## Azure, 12 fault seeds, 60 race and 20 replica rounds, a -race reaper binary), then every fuzz target
+## for FUZZTIME (default 2m) each
 ## fuzz-short: every fuzz target for 10s (FUZZTIME=10s make fuzz)
 FUZZTIME ?= 2m
 FUZZ_TARGETS := ./internal/lifecycle:FuzzParseMarker ./internal/lifecycle:FuzzValidateName \
@@ -223,10 +224,12 @@ FUZZ_GOTEST = $(GO) test -tags $(FUZZ_TAGS)
 .PHONY: chaos soak fuzz fuzz-short
 chaos: tools build
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
 	  $(GO) test -race -count=1 -timeout 20m ./test/chaos/
 
 soak: tools
 	REAPER_TEST_SOAK=1 REAPER_TEST_CHAOS_RACE_BIN=1 REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
+	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
 	  $(GO) test -race -count=1 -timeout 8h -v ./test/chaos/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 

@@ -36,11 +36,11 @@ func TestCrashGCS(t *testing.T) {
 }
 
 // TestCrashAzure SIGKILLs `reaper purge` on an Azure root at its k-th
-// request (TestCrashS3). A batch delete is one Blob Batch request, which
-// lands whole or not at all.
+// request (TestCrashS3). A batch delete of up to 256 keys is one Blob Batch
+// request.
 func TestCrashAzure(t *testing.T) {
 	t.Parallel()
-	kills := knob(t, "REAPER_TEST_CHAOS_AZURE_KILLS", 12, 400)
+	kills := knob(t, "REAPER_TEST_CHAOS_AZURE_KILLS", 8, 400)
 	crashSuite(t, azureChaos(kills))
 }
 
