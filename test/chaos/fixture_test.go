@@ -37,7 +37,7 @@ type backend struct {
 	// opts are the storage options that reach the real server directly.
 	opts map[string]string
 	raw  objstore.Store
-	// dir is the local root directory ("" on S3).
+	// dir is the local root directory ("" on a server).
 	dir string
 	// srv is the S3 test server (nil elsewhere).
 	srv *objstoretest.S3Server

@@ -1,8 +1,9 @@
 // Package chaos holds the suites that try to make reaper lose live data:
 // fault injection in front of a real S3 server, SIGKILL and SIGSTOP at
 // random points (local disk, S3, GCS, Azure), drop/revive/purge races with
-// a raw writer, and replicas purging the same roots. Every suite checks the same invariants (invariants_test.go) on
-// checksums of every object before and after.
+// a raw writer, and replicas purging the same roots. Every suite checks the
+// same invariants (invariants_test.go) on checksums of every object before
+// and after.
 //
 // `make test` runs short, bounded versions; `make soak` sets
 // REAPER_TEST_SOAK=1 for long ones. Knobs (environment; the REAPER_TEST_
