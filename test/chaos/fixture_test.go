@@ -80,12 +80,6 @@ func s3Backend(t testing.TB, prefix string) *backend {
 	b.parent, err = all.Open(context.Background(), srv.URI(parent), srv.Options())
 	require.NoError(t, err)
 	b.base = path.Base(strings.Trim(prefix, "/"))
-	b.endpoint = srv.Endpoint
-	b.via = func(endpoint string) map[string]string {
-		opts := maps.Clone(srv.Options())
-		opts["aws_endpoint"] = endpoint
-		return opts
-	}
 	return b
 }
 
@@ -96,6 +90,14 @@ func openBackend(t testing.TB, name, uri string, opts map[string]string, dir str
 	b := &backend{name: name, uri: uri, opts: opts, raw: raw, dir: dir, srv: srv}
 	if dir != "" {
 		b.parentDir, b.base = filepath.Dir(dir), filepath.Base(dir)
+	}
+	if srv != nil {
+		b.endpoint = srv.Endpoint
+		b.via = func(endpoint string) map[string]string {
+			via := maps.Clone(opts)
+			via["aws_endpoint"] = endpoint
+			return via
+		}
 	}
 	return b
 }
