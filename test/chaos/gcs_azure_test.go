@@ -40,11 +40,12 @@ func TestCrashGCS(t *testing.T) {
 // request.
 //
 // Fewer kills than on GCS in `make test`: Azurite answers every request
-// several times slower, so a kill costs about 10 s of a test slot here
-// against 5 s on fake-gcs-server and versitygw. Below 20 kills crashSuite
-// does not require a kill to land mid-purge (too likely to miss by
-// chance); REAPER_TEST_CHAOS_AZURE_KILLS=20 or more restores that check,
-// and the soak runs 400.
+// several times slower (docs/BACKENDS.md), and a kill here took 6-11 s of
+// a test slot in runs of the whole package, against 4.5-5.5 s on
+// fake-gcs-server. Below 20 kills crashSuite does not require a kill to
+// land mid-purge (too likely to miss by chance);
+// REAPER_TEST_CHAOS_AZURE_KILLS=20 or more restores that check, and the
+// soak runs 400.
 func TestCrashAzure(t *testing.T) {
 	t.Parallel()
 	kills := knob(t, "REAPER_TEST_CHAOS_AZURE_KILLS", 8, 400)
