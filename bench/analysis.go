@@ -18,9 +18,10 @@ const guardReads = 7
 
 // fixedRequests is a purged table's requests outside the walk, the deletes
 // and the guard: the plan's marker read, the lease PUT, the marker, commit
-// and hold reads (object and folder) under the lease, the commit PUT, the verify listing, and
-// the commit, marker and lease DELETEs.
-const fixedRequests = 11
+// and hold reads (object and folder) under the lease, the commit PUT, the
+// verify listing, the HEAD of a retention record, and the commit, marker
+// and lease DELETEs.
+const fixedRequests = 12
 
 // s3Predicted is the requests the guard's formula predicts for one purged
 // S3 table of n objects in batches of 1000, renewals aside.

@@ -115,7 +115,8 @@ const (
 //  6. verify: an old object the store kept is deleted alone and named in
 //     the error if it survives; a new one is a writer: conflict;
 //  7. remove the table's empty directories (local disks);
-//  8. guard, delete the commit, then the marker last (if unchanged);
+//  8. guard, delete a retention record left beside the table, the commit,
+//     then the marker last (if unchanged);
 //  9. release the lease.
 //
 // Once the table is committed (step 4, or a commit found in step 2), what
@@ -375,9 +376,18 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		return res, err
 	}
 
-	// 8. The commit, then the marker last, each only if unchanged.
+	// 8. The commit, then the marker last, each only if unchanged. A
+	// retention record a killed retention run left names files of the
+	// table now gone: it goes with the table, before the commit.
 	if err := g.check(ctx); err != nil {
 		return res, fmt.Errorf("purge %q: stopped before deleting the marker: %w", name, err)
+	}
+	if obj, err := ns.store.Head(ctx, RetainKey(name)); err == nil {
+		if err := ns.store.DeleteIfMatch(ctx, RetainKey(name), obj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return res, fmt.Errorf("purge %q: delete retention record: %w", name, err)
+		}
+	} else if !errors.Is(err, objstore.ErrNotFound) {
+		return res, fmt.Errorf("purge %q: read retention record: %w", name, err)
 	}
 	if g.commitETag != "" {
 		if err := ns.store.DeleteIfMatch(ctx, CommitKey(name), g.commitETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {

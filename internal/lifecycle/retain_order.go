@@ -1,0 +1,411 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/lock"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/retention"
+)
+
+// RetainOutcome says what a retention run did with one table.
+type RetainOutcome string
+
+const (
+	// RetainCleaned: old versions and their files were deleted.
+	RetainCleaned RetainOutcome = "cleaned"
+	// RetainNothingToDo: nothing was old enough to remove.
+	RetainNothingToDo RetainOutcome = "nothing_to_do"
+)
+
+// RetainOptions tune one retention run.
+type RetainOptions struct {
+	// Policy is what to remove (retention.Policy.Validate must accept it).
+	Policy retention.Policy
+	// DeleteConcurrency and MaxDeleteConcurrency are as for a purge
+	// (adaptive.go).
+	DeleteConcurrency    int
+	MaxDeleteConcurrency int
+	// Progress, when set, is called after each delete batch with the
+	// running totals.
+	Progress func(objects, bytes int64)
+	// BeforeDelete, when set, is called under the lease with what the run
+	// is about to delete, after the record is written and before the first
+	// delete (the audit journal's intent); its error stops the run there,
+	// nothing deleted.
+	BeforeDelete func(ctx context.Context, versions int, objects, bytes int64) error
+}
+
+// RetainResult reports one retention run.
+type RetainResult struct {
+	Name    string
+	Outcome RetainOutcome
+	// Plan is the plan as made (empty when the run finished a record a
+	// killed run left: Finished).
+	Plan retention.Plan
+	// Finished: the run finished the plan of an earlier, interrupted run.
+	Finished bool
+	// VersionsRemoved, Objects and Bytes are what was deleted (manifests
+	// included).
+	VersionsRemoved int
+	Objects         int64
+	Bytes           int64
+	// Lease is how taking the table's lease went (LeaseAcquired...).
+	Lease string
+}
+
+// Retain removes the old versions of a live table that opts.Policy removes,
+// as Lance's cleanup_old_versions would, beside LanceDB writers that do not
+// take reaper's lease. This file owns the retention order
+// (docs/RETENTION.md); every step is safe to crash after, and the next run
+// finishes the job:
+//
+//  1. the table is live: no marker (a soft-deleted table is left to its
+//     purge) and a directory of its own;
+//  2. take the table's lease, so no purge, revive or other retention of
+//     the table runs meanwhile; its fenced context carries what follows;
+//  3. guard: lease read back, no marker, no purge commit, no hold, no
+//     PAUSE;
+//  4. a record a killed run left is finished (the table read again and
+//     the record narrowed by retention.Recheck); otherwise read every
+//     version, plan, and write the record create-if-absent: from here a
+//     crash leaves what to finish;
+//  5. the audit intent (opts.BeforeDelete);
+//  6. read the versions and refs again, narrow the plan (a version
+//     committed, tagged or branched from since keeps what it references),
+//     then delete the removed versions' manifests, oldest first, in
+//     batches, the guard before each: a version still listed never misses
+//     a file, since files go only after every manifest;
+//  7. read them again, narrow again, and delete the files in batches, the
+//     guard before each;
+//  8. guard, then delete the record.
+func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions) (RetainResult, error) {
+	res := RetainResult{Name: name}
+	if err := ValidateName(name); err != nil {
+		return res, err
+	}
+	if err := opts.Policy.Validate(); err != nil {
+		return res, err
+	}
+	ctx = withTable(ctx, name)
+	// 1. A live table.
+	if err := ns.checkLive(ctx, name); err != nil {
+		return res, err
+	}
+	// 2. The lease.
+	lease, err := ns.locker.Acquire(ctx, LockKey(name))
+	if err != nil {
+		res.Lease = LeaseError
+		if errors.Is(err, ErrLocked) {
+			res.Lease = LeaseContended
+		}
+		return res, fmt.Errorf("retain %q: %w", name, err)
+	}
+	res.Lease = LeaseAcquired
+	defer ns.release(ctx, lease, name)
+	lctx := lease.Context()
+	res, err = ns.retainUnderLease(lctx, lease, name, res, opts)
+	return res, ns.withRootChange(ctx, name, withLeaseCause(lctx, lostOr(lctx, lease, err)))
+}
+
+// checkLive refuses a table that is soft-deleted, not a directory, or
+// without data.
+func (ns *Namespace) checkLive(ctx context.Context, name string) error {
+	_, err := ns.store.Head(ctx, MarkerKey(name))
+	switch {
+	case err == nil:
+		return fmt.Errorf("retain %q: %w: left to its purge", name, ErrAlreadyDeleted)
+	case !errors.Is(err, objstore.ErrNotFound):
+		return fmt.Errorf("retain %q: %w", name, err)
+	}
+	if err := ns.checkIsTable(ctx, name); err != nil {
+		return fmt.Errorf("retain %q: %w", name, err)
+	}
+	exists, err := ns.hasData(ctx, name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("retain %q: %w", name, err)
+	case !exists:
+		return fmt.Errorf("retain %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// retainUnderLease runs steps 3 to 8; ctx is the lease's fenced context.
+func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, name string, res RetainResult, opts RetainOptions) (RetainResult, error) {
+	g := &retainGuard{ns: ns, name: name, lease: lease}
+	// 3. Guard.
+	if err := g.check(ctx); err != nil {
+		return res, err
+	}
+	// 4. The record: a killed run's, or this run's plan.
+	rec, robj, err := ns.readRetainRecord(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("retain %q: %w", name, err)
+	}
+	t, err := lance.ReadTable(ctx, ns.store, TableDir(name))
+	if err != nil {
+		return res, fmt.Errorf("retain %q: %w", name, err)
+	}
+	if rec != nil {
+		res.Finished = true
+		ns.log.InfoContext(ctx, "finishing the retention run a killed run left", "table", name,
+			"versions", len(rec.Versions), "files", len(rec.Files), "recorded_by", rec.Owner)
+	} else {
+		now, err := ns.storeNow(ctx)
+		if err != nil {
+			return res, fmt.Errorf("retain %q: %w", name, err)
+		}
+		plan, err := retention.Compute(t, opts.Policy, now)
+		if err != nil {
+			return res, fmt.Errorf("retain %q: %w", name, err)
+		}
+		res.Plan = plan
+		if len(plan.Files) == 0 && len(plan.Removed) == 0 {
+			res.Outcome = RetainNothingToDo
+			return res, nil
+		}
+		info := lease.Info()
+		r := newRetainRecord(plan, info.Owner, info.Generation, now)
+		if robj, err = ns.writeRetainRecord(ctx, name, r); err != nil {
+			return res, err
+		}
+		rec = &r
+	}
+	g.recordETag = robj.ETag
+	// 5. The audit intent.
+	if opts.BeforeDelete != nil {
+		if err := opts.BeforeDelete(ctx, len(rec.Versions), int64(len(rec.Files)), recordBytes(rec.Files)); err != nil {
+			return res, fmt.Errorf("retain %q: record the intent before the first delete: %w", name, err)
+		}
+	}
+	d := &retainDeleter{ns: ns, g: g, name: name, opts: opts, res: &res}
+	// 6. Manifests, oldest first, after reading the versions again.
+	if t, rec, err = d.narrow(ctx, t, *rec); err != nil {
+		return res, err
+	}
+	if err := d.delete(ctx, manifestsOf(*rec)); err != nil {
+		return res, err
+	}
+	res.VersionsRemoved = len(rec.Versions)
+	// 7. Files, after reading the versions again.
+	if _, rec, err = d.narrow(ctx, t, *rec); err != nil {
+		return res, err
+	}
+	if err := d.delete(ctx, filesOf(*rec)); err != nil {
+		return res, err
+	}
+	// 8. The record last.
+	if err := g.check(ctx); err != nil {
+		return res, fmt.Errorf("retain %q: stopped before removing its record: %w", name, err)
+	}
+	if err := ns.store.DeleteIfMatch(ctx, RetainKey(name), g.recordETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		return res, fmt.Errorf("retain %q: delete retention record: %w", name, err)
+	}
+	res.Outcome = RetainCleaned
+	ns.log.InfoContext(ctx, "retention finished", "table", name, "versions_removed", res.VersionsRemoved,
+		"objects", res.Objects, "bytes", res.Bytes, "finished_earlier_run", res.Finished)
+	return res, nil
+}
+
+// recordBytes sums the sizes of files.
+func recordBytes(files []recordFile) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.Bytes
+	}
+	return n
+}
+
+// manifestsOf are the record's manifest files, oldest version first.
+func manifestsOf(r retainRecord) []recordFile {
+	var out []recordFile
+	for _, f := range r.Files {
+		if _, ok := manifestVersion(f.Key); ok {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b recordFile) int {
+		va, _ := manifestVersion(a.Key)
+		vb, _ := manifestVersion(b.Key)
+		return cmp.Compare(va, vb)
+	})
+	return out
+}
+
+// filesOf are the record's other files.
+func filesOf(r retainRecord) []recordFile {
+	var out []recordFile
+	for _, f := range r.Files {
+		if _, ok := manifestVersion(f.Key); !ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// manifestVersion is the version whose manifest key (relative to the table
+// directory) is, for an attached manifest.
+func manifestVersion(key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, lance.VersionsDir)
+	if !ok {
+		return 0, false
+	}
+	return lance.ManifestVersion(rest)
+}
+
+// retainDeleter carries one run's deletes.
+type retainDeleter struct {
+	ns   *Namespace
+	g    *retainGuard
+	name string
+	opts RetainOptions
+	res  *RetainResult
+}
+
+// narrow reads the table's versions and refs again and keeps, of the
+// record, what the table still allows (retention.Recheck).
+func (d *retainDeleter) narrow(ctx context.Context, t *lance.Table, rec retainRecord) (*lance.Table, *retainRecord, error) {
+	t, err := t.Refresh(ctx, d.ns.store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("retain %q: read the versions again: %w", d.name, err)
+	}
+	versions, keys := retention.Recheck(t, rec.Versions, rec.keys())
+	if n := len(rec.Files) - len(keys); n > 0 {
+		d.ns.log.InfoContext(ctx, "a version written, tagged or branched from since the plan keeps files of it",
+			"table", d.name, "files_kept", n, "versions_kept", len(rec.Versions)-len(versions))
+	}
+	out := rec.narrow(versions, keys)
+	return t, &out, nil
+}
+
+// delete deletes files (keys relative to the table directory) in batches,
+// the guard before each, and makes the deletes durable before it returns.
+func (d *retainDeleter) delete(ctx context.Context, files []recordFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	durable := objstore.NewSyncBatch()
+	defer func() { _ = durable.Flush() }()
+	bd := newBatchDeleter(objstore.WithSyncBatch(ctx, durable), d.ns.store, d.g, d.name, PurgeOptions{
+		DeleteConcurrency: d.opts.DeleteConcurrency, MaxDeleteConcurrency: d.opts.MaxDeleteConcurrency,
+		Progress: func(objects, bytes int64) {
+			if d.opts.Progress != nil {
+				d.opts.Progress(d.res.Objects+objects, d.res.Bytes+bytes)
+			}
+		},
+	})
+	dir := TableDir(d.name)
+	var err error
+	for start := 0; start < len(files) && err == nil; start += d.ns.opts.DeleteBatch {
+		batch := make([]keyEntry, 0, min(d.ns.opts.DeleteBatch, len(files)-start))
+		for _, f := range files[start:min(start+d.ns.opts.DeleteBatch, len(files))] {
+			batch = append(batch, keyEntry{key: dir + f.Key, size: f.Bytes})
+		}
+		err = bd.submit(batch)
+	}
+	if werr := bd.wait(); err == nil {
+		err = werr
+	}
+	objects, bytes := bd.totals()
+	d.res.Objects += objects
+	d.res.Bytes += bytes
+	if ferr := durable.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("retain %q: %w", d.name, ferr)
+	}
+	return err
+}
+
+// retainGuard is what a retention run re-checks against the store before
+// its first delete and before each batch: its lease (read back), the table
+// still live (no marker, no purge commit), no legal hold, no PAUSE, and its
+// record unchanged. The reads go out together.
+type retainGuard struct {
+	ns         *Namespace
+	name       string
+	lease      *lock.Lease
+	recordETag string
+}
+
+func (g *retainGuard) leaseHeld() error { return g.lease.Check() }
+
+// check runs every re-check; the first failure in order of precedence (a
+// lost lease, a hold, a pause, a drop, a changed record, a read error) is
+// returned.
+func (g *retainGuard) check(ctx context.Context) error {
+	var (
+		wg                                        sync.WaitGroup
+		mu                                        sync.Mutex
+		leaseErr, holdErr, pauseErr, dropErr, ioE error
+	)
+	fail := func(dst *error, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if *dst == nil {
+			*dst = err
+		}
+	}
+	wg.Go(func() {
+		if err := g.lease.Verify(ctx); err != nil {
+			if errors.Is(err, lock.ErrLost) {
+				fail(&leaseErr, err)
+			} else {
+				fail(&ioE, err)
+			}
+		}
+	})
+	wg.Go(func() {
+		h, err := g.ns.readHold(ctx, g.name)
+		switch {
+		case err != nil:
+			fail(&ioE, err)
+		case h != nil:
+			fail(&holdErr, fmt.Errorf("retain %q: %w (%s); run 'reaper release' to lift it", g.name, ErrHeld, h.Reason))
+		}
+	})
+	wg.Go(func() {
+		why, err := g.ns.Paused(ctx)
+		switch {
+		case err != nil:
+			fail(&ioE, fmt.Errorf("%w: cannot read %s (%w); treated as paused", ErrPaused, PauseKey, err))
+		case why != "":
+			fail(&pauseErr, fmt.Errorf("retain %q: %w: %s", g.name, ErrPaused, why))
+		}
+	})
+	for _, k := range []string{MarkerKey(g.name), CommitKey(g.name)} {
+		wg.Go(func() {
+			_, err := g.ns.store.Head(ctx, k)
+			switch {
+			case err == nil:
+				fail(&dropErr, &ConflictError{Name: g.name, Reason: fmt.Sprintf("%s appeared during retention: the table was dropped, and is left to its purge (which removes the retention record too)", k)})
+			case !errors.Is(err, objstore.ErrNotFound):
+				fail(&ioE, fmt.Errorf("retain %q: re-check %s: %w", g.name, k, err))
+			}
+		})
+	}
+	if g.recordETag != "" {
+		wg.Go(func() {
+			obj, err := g.ns.store.Head(ctx, RetainKey(g.name))
+			switch {
+			case errors.Is(err, objstore.ErrNotFound), err == nil && obj.ETag != g.recordETag:
+				fail(&dropErr, &ConflictError{Name: g.name, Reason: fmt.Sprintf("the retention record %s changed or vanished during the run (edited outside reaper's lease); it stopped before its next delete", RetainKey(g.name))})
+			case err != nil:
+				fail(&ioE, fmt.Errorf("retain %q: re-check %s: %w", g.name, RetainKey(g.name), err))
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range []error{leaseErr, holdErr, pauseErr, dropErr, ioE} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
