@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/retention"
 )
@@ -101,4 +102,53 @@ func (n *Namespace) PlanRetention(ctx context.Context, policy RetentionPolicy, n
 		}
 	}
 	return out, nil
+}
+
+// ErrUnsupportedTable: reaper does not fully understand the table's Lance
+// format (an unknown feature flag, a manifest it cannot parse, managed
+// blobs): it never deletes anything of it.
+var ErrUnsupportedTable = lance.ErrUnsupported
+
+// RetainOptions tune one retention run.
+type RetainOptions struct {
+	Policy RetentionPolicy
+	// Progress, when set, is called after each delete batch with the
+	// running totals of objects and bytes deleted.
+	Progress func(objects, bytes int64)
+}
+
+// Results of a retention run (RetainResult.Outcome).
+const (
+	RetainCleaned     = string(lifecycle.RetainCleaned)
+	RetainNothingToDo = string(lifecycle.RetainNothingToDo)
+)
+
+// RetainResult reports one retention run.
+type RetainResult struct {
+	Name string
+	// Outcome is cleaned or nothing_to_do.
+	Outcome string
+	// Finished: the run finished the plan of an earlier, interrupted run
+	// (its record was left beside the table).
+	Finished bool
+	// VersionsRemoved, Objects and Bytes are what was deleted, manifests
+	// included.
+	VersionsRemoved int
+	Objects         int64
+	Bytes           int64
+}
+
+// Retain removes the old versions of one live table that the policy
+// removes, and every file only they reference, as Lance's own cleanup would
+// (docs/RETENTION.md), under the table's lease and beside LanceDB writers
+// that do not take it: the plan is recorded before the first delete, the
+// versions and tags are read again before the manifests and again before
+// the files go, and a hold or PAUSE stops it before its next batch. A run
+// cut short leaves its record; the next run finishes it. Errors: ErrHeld,
+// ErrPaused, ErrLocked, ErrAlreadyDeleted (a soft-deleted table is left to
+// its purge), ErrNotFound, ErrUnsupportedTable.
+func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions) (RetainResult, error) {
+	res, err := n.ns.Retain(ctx, name, lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress})
+	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
+		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, err
 }

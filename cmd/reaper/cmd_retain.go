@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -36,7 +37,7 @@ func (o *retainOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KeepVersions, "keep-versions", 1, "always keep the newest N versions")
 	fs.BoolVar(&o.DeleteUnverified, "delete-unverified", false, "also delete files no manifest references whatever their age (only safe when nothing writes to the tables)")
 	fs.Var(newDurationValue(&o.UnverifiedAfter, 7*24*time.Hour), "unverified-after", "age from which a file no manifest references is deleted (a write in progress is younger)")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report; delete nothing (required: this version only plans)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report what would be deleted; delete nothing")
 	fs.BoolVar(&o.AllowShortTTL, "allow-short-ttl", false, "allow a cutoff newer than safety.min_ttl ago")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 }
@@ -44,25 +45,28 @@ func (o *retainOptions) register(fs *pflag.FlagSet) {
 func newRetainCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	o := retainOptions{Output: formatTable}
 	cmd := &cobra.Command{
-		Use:   "retain --root URI (--older-than D | --before TIME) --dry-run [-o table|json] [TABLE...]",
-		Short: "Plan what removing old versions of live tables frees (version retention)",
-		Long: `Plan version retention on the named live tables, or on every live table of
-the root: read every version of each table and list, file for file, what
-Lance's own cleanup_old_versions would delete for the same policy (the
-versions kept and removed, each file with its size and why). Soft-deleted
-tables are left to purge. A table reaper does not fully understand (an
-unknown Lance feature flag, a manifest it cannot parse, managed blobs) is
-reported unsupported and nothing of it is ever planned. docs/RETENTION.md
-states the rules.
+		Use:   "retain --root URI (--older-than D | --before TIME) [--dry-run] [-o table|json] [TABLE...]",
+		Short: "Remove old versions of live tables (version retention), or plan it with --dry-run",
+		Long: `Remove the old versions of the named live tables, or of every live table of
+the root, and every file only they reference: file for file what Lance's own
+cleanup_old_versions would delete for the same policy, under the table's
+reaper lease and safe beside LanceDB writers (docs/RETENTION.md). Time travel
+to a removed version is gone for good. Soft-deleted tables are left to purge.
+A table reaper does not fully understand (an unknown Lance feature flag, a
+manifest it cannot parse, managed blobs) is reported unsupported and nothing
+of it is ever deleted. A legal hold or the root's PAUSE switch stops a table.
 
-This version plans only: --dry-run is required, and nothing is deleted.
+--dry-run reads every version and lists what would go: the versions kept and
+removed and each file with its size and why. JSON (-o json) with --dry-run:
+{"tables":[{"name","result","reason","versions_kept","versions_removed",
+"files":[{"key","bytes","why"}],"bytes"}]}, keys relative to the root; result
+is planned, nothing_to_do, unsupported or failed. Without --dry-run:
+{"tables":[{"name","result","reason","versions_deleted","objects","bytes",
+"finished"}]}; result is cleaned, nothing_to_do, unsupported, held, paused,
+locked or failed (finished: it completed a run that was interrupted).
 
-JSON (-o json): {"tables":[{"name","result","reason","versions_kept",
-"versions_removed","files":[{"key","bytes","why"}],"bytes"}]}, keys relative
-to the root; result is planned, nothing_to_do, unsupported or failed.
-
-Exit status: 0 when every table was planned (or had nothing to do, or is
-unsupported: listed), 1 when a table could not be read, 2 on usage errors.`,
+Exit status: 0 when no table failed (unsupported, held, paused and locked
+tables are listed), 1 when a table failed, 2 on usage errors.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.globalOptions, o.Names = *g, args
@@ -78,8 +82,6 @@ func (o retainOptions) policy() (reaper.RetentionPolicy, error) {
 	p := reaper.RetentionPolicy{OlderThan: o.OlderThan, KeepVersions: o.KeepVersions,
 		DeleteUnverified: o.DeleteUnverified, UnverifiedAfter: o.UnverifiedAfter}
 	switch {
-	case !o.DryRun:
-		return p, usagef("retain: pass --dry-run: this version plans retention and deletes nothing")
 	case o.OlderThan == 0 && o.Before == "":
 		return p, usagef("retain: pass --older-than (e.g. --older-than 7d) or --before (an RFC 3339 instant)")
 	case o.OlderThan != 0 && o.Before != "":
@@ -128,6 +130,9 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if age := now.Sub(cutoff); age < floor && !o.AllowShortTTL {
 		return usagef("retain: the cutoff %s is %s before the store's clock, less than safety.min_ttl %s: versions that recent may still be read; pass --allow-short-ttl to plan it anyway",
 			formatTime(cutoff), formatDuration(max(age, 0)), formatDuration(floor))
+	}
+	if !o.DryRun {
+		return runRetainDeleting(ctx, ns, p, o, stdout)
 	}
 	plans, err := ns.PlanRetention(ctx, p, o.Names...)
 	if err != nil {
@@ -240,4 +245,109 @@ func versionRange(vs []uint64) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
+}
+
+// retainRunJSON is one table of `retain -o json` without --dry-run.
+type retainRunJSON struct {
+	Name            string `json:"name"`
+	Result          string `json:"result"`
+	Reason          string `json:"reason,omitempty"`
+	VersionsDeleted int    `json:"versions_deleted"`
+	Objects         int64  `json:"objects"`
+	Bytes           int64  `json:"bytes"`
+	Finished        bool   `json:"finished"`
+}
+
+// runRetainDeleting cleans each live table in turn and prints the results.
+func runRetainDeleting(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionPolicy, o retainOptions, stdout io.Writer) error {
+	names := o.Names
+	if len(names) == 0 {
+		all, err := ns.List(ctx)
+		if err != nil {
+			return storeError(ns.URI(), err)
+		}
+		for _, s := range all {
+			if s.State == reaper.StateExists {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	var rows []retainRunJSON
+	failed := 0
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		res, err := ns.Retain(ctx, name, reaper.RetainOptions{Policy: p})
+		row := retainRunJSON{Name: name, Result: res.Outcome, VersionsDeleted: res.VersionsRemoved,
+			Objects: res.Objects, Bytes: res.Bytes, Finished: res.Finished}
+		if err != nil {
+			row.Result, row.Reason = retainFailure(err), err.Error()
+		}
+		if row.Result == "failed" {
+			failed++
+		}
+		rows = append(rows, row)
+	}
+	if o.Output == formatJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if rows == nil {
+			rows = []retainRunJSON{}
+		}
+		if err := enc.Encode(struct {
+			Tables []retainRunJSON `json:"tables"`
+		}{rows}); err != nil {
+			return err
+		}
+	} else if err := renderRetainRun(stdout, rows); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return &failedError{op: "retain", failed: failed, all: len(rows)}
+	}
+	return nil
+}
+
+// retainFailure names what stopped a table's run.
+func retainFailure(err error) string {
+	switch {
+	case errors.Is(err, reaper.ErrUnsupportedTable):
+		return reaper.RetentionUnsupported
+	case errors.Is(err, reaper.ErrHeld):
+		return "held"
+	case errors.Is(err, reaper.ErrPaused):
+		return "paused"
+	case errors.Is(err, reaper.ErrLocked):
+		return "locked"
+	}
+	return "failed"
+}
+
+func renderRetainRun(w io.Writer, rows []retainRunJSON) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tRESULT\tVERSIONS\tOBJECTS\tBYTES\tNOTE")
+	var versions int
+	var objects, bytes int64
+	for _, r := range rows {
+		note := "-"
+		switch {
+		case r.Reason != "":
+			note = r.Reason
+		case r.Finished:
+			note = "finished an interrupted run"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", displayName(r.Name), r.Result, r.VersionsDeleted, r.Objects, humanBytes(r.Bytes), safeText(note))
+		versions += r.VersionsDeleted
+		objects += r.Objects
+		bytes += r.Bytes
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "removed %d versions: %d objects, %s from %d tables\n", versions, objects, humanBytes(bytes), len(rows))
+	return err
 }

@@ -49,8 +49,8 @@ func TestMessages(t *testing.T) {
 				"  file://" + missing + "  directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI\n\n" +
 				"reclaimed 0 objects, 0 B from 0 tables; 0 skipped, 0 failed; 1 root(s) could not be read\n",
 			stderrLast: "reaper: purge: file://" + missing + ": directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI"},
-		{name: "retain without --dry-run", args: []string{"retain", "--root", root, "--older-than", "7d"}, code: exitUsage,
-			stderrLast: "reaper: retain: pass --dry-run: this version plans retention and deletes nothing"},
+		{name: "retain a placeholder table, deleting", args: []string{"retain", "--root", root, "--older-than", "7d", "-o", "json"}, code: exitOK,
+			stdout: "PREFIX:{\n  \"tables\": [\n    {\n      \"name\": \"orders\",\n      \"result\": \"unsupported\""},
 		{name: "retain without a cutoff", args: []string{"retain", "--root", root, "--dry-run"}, code: exitUsage,
 			stderrLast: "reaper: retain: pass --older-than (e.g. --older-than 7d) or --before (an RFC 3339 instant)"},
 		{name: "retain with a bad instant", args: []string{"retain", "--root", root, "--dry-run", "--before", "yesterday"}, code: exitUsage,
