@@ -16,7 +16,7 @@ import (
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // failFirstBatch fails the first batch delete with a transient error (the

@@ -17,9 +17,9 @@ import (
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/roots"
+	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/ledger"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // defaultAuditSince is how far back `reaper audit` looks without --since.

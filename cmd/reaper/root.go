@@ -18,7 +18,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 const rootLong = `reaper drops, revives, inspects and purges the tables of a Lance / LanceDB

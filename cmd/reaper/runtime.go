@@ -20,8 +20,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/roots"
+	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // journaled is a journal test's ledger store: a real store behind a clock

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // CheckLocation checks the ledger location URI (an absolute path, file:// or

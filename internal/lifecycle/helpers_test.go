@@ -35,7 +35,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, s objstore.Store)) {
 }
 
 // retrying opens r behind the retry layer, classified by its backend as in
-// production (internal/objstore/stack, which this package cannot import):
+// production (internal/stack, which this package cannot import):
 // an emulator under CI load answers a request late or with a 503, and a
 // bare store would fail the purge where reaper retries. Faults a test
 // injects wrap the returned store, above the retries.

@@ -17,9 +17,9 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/roots"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // requestLog records where every request of a pass went: on HTTP stores

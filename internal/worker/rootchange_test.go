@@ -17,8 +17,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // A local root given as a release symlink is flipped to another directory

@@ -24,8 +24,8 @@ import (
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }

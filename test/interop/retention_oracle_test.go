@@ -19,8 +19,8 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
 	"github.com/lance-reaper/reaper/internal/retention"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // The retention oracle is Lance itself: seeded histories written by the

@@ -20,7 +20,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
