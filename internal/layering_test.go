@@ -76,8 +76,10 @@ var layers = map[string]int{
 // testSupport are the packages only tests may import.
 var testSupport = map[string]bool{
 	"internal/objstore/objstoretest": true,
-	"internal/clocktest":             true,
-	"internal/lancetest":             true,
+	// The in-memory store: tests only, so no pass can run on it by mistake.
+	"internal/objstore/objstoretest/memstore": true,
+	"internal/clocktest":                      true,
+	"internal/lancetest":                      true,
 }
 
 // testSupportLayer is where test-support packages sit: above every internal
@@ -150,6 +152,7 @@ func TestViolationsFindsUpwardImports(t *testing.T) {
 		{"internal imports cmd", map[string][]string{"internal/worker": {"cmd/reaper"}}, 1},
 		{"internal imports the public package", map[string][]string{"internal/worker": {""}}, 1},
 		{"production imports objstoretest", map[string][]string{"internal/lock": {"internal/objstore/objstoretest"}}, 1},
+		{"production imports the memory store", map[string][]string{"internal/objstore/retry": {"internal/objstore/objstoretest/memstore"}}, 1},
 		{"the CLI imports the fake clock", map[string][]string{"cmd/reaper": {"internal/clocktest"}}, 1},
 		{"test support imports production", map[string][]string{"internal/clocktest": {"internal/scheduler"}}, 0},
 		{"unknown package", map[string][]string{"internal/newthing": {"internal/objstore"}}, 1},

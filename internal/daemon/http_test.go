@@ -13,6 +13,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 func TestHandler(t *testing.T) {
@@ -22,7 +23,7 @@ func TestHandler(t *testing.T) {
 	var rootsErr error
 	ready := &Readiness{
 		Roots: func(context.Context) ([]config.Root, error) { return []config.Root{{URI: "a"}}, rootsErr },
-		Open:  func(context.Context, config.Root) (objstore.Store, error) { return objstore.NewMemory(), nil },
+		Open:  func(context.Context, config.Root) (objstore.Store, error) { return memstore.New(), nil },
 		TTL:   -1, // probe every time
 	}
 	srv := httptest.NewServer(Handler(reg, ready))

@@ -20,6 +20,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -72,11 +73,11 @@ func TestReadinessProbe(t *testing.T) {
 		p       *probes
 		wantErr string
 	}{
-		{"every root readable", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory(), "b": objstore.NewMemory()}}, ""},
+		{"every root readable", &probes{stores: map[string]objstore.Store{"a": memstore.New(), "b": memstore.New()}}, ""},
 		{"a PAUSE is still ready", &probes{stores: map[string]objstore.Store{"a": paused(t)}}, ""},
-		{"roots cannot be listed", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory()}, rootsErr: boom}, "boom"},
-		{"a root cannot be opened", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory()}, openErr: boom}, "root a: boom"},
-		{"a root cannot be read", &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory(), "b": listFails{objstore.NewMemory(), boom}}}, "root b: boom"},
+		{"roots cannot be listed", &probes{stores: map[string]objstore.Store{"a": memstore.New()}, rootsErr: boom}, "boom"},
+		{"a root cannot be opened", &probes{stores: map[string]objstore.Store{"a": memstore.New()}, openErr: boom}, "root a: boom"},
+		{"a root cannot be read", &probes{stores: map[string]objstore.Store{"a": memstore.New(), "b": listFails{memstore.New(), boom}}}, "root b: boom"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,7 +92,7 @@ func TestReadinessProbe(t *testing.T) {
 }
 
 func paused(t *testing.T) objstore.Store {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	_, err := s.Put(context.Background(), worker.PauseKey, []byte("maintenance"))
 	require.NoError(t, err)
 	return s
@@ -100,7 +101,7 @@ func paused(t *testing.T) objstore.Store {
 // Answers are cached for TTL; a pass that reached every root refreshes
 // the cache as ready, one that did not leaves it.
 func TestReadinessCache(t *testing.T) {
-	p := &probes{stores: map[string]objstore.Store{"a": listFails{objstore.NewMemory(), errors.New("down")}}, now: time.Unix(1000, 0)}
+	p := &probes{stores: map[string]objstore.Store{"a": listFails{memstore.New(), errors.New("down")}}, now: time.Unix(1000, 0)}
 	r := p.readiness()
 	ctx := context.Background()
 	require.Error(t, r.Check(ctx))
@@ -187,7 +188,7 @@ func (h hangs) List(ctx context.Context, prefix string, fn func(objstore.Page) e
 // one slow root does not hold the others back.
 func TestReadinessIsBounded(t *testing.T) {
 	t.Run("a root that never answers", func(t *testing.T) {
-		p := &probes{stores: map[string]objstore.Store{"a": objstore.NewMemory(), "b": hangs{Store: objstore.NewMemory()}}}
+		p := &probes{stores: map[string]objstore.Store{"a": memstore.New(), "b": hangs{Store: memstore.New()}}}
 		r := p.readiness()
 		r.RootTimeout = 20 * time.Millisecond
 		err := r.Check(context.Background())
@@ -204,7 +205,7 @@ func TestReadinessIsBounded(t *testing.T) {
 		var roots []config.Root
 		for i := range n {
 			uri := fmt.Sprintf("r%d", i)
-			stores[uri] = hangs{Store: objstore.NewMemory(), mu: &mu, waiting: &waiting, arrived: arrived, n: n}
+			stores[uri] = hangs{Store: memstore.New(), mu: &mu, waiting: &waiting, arrived: arrived, n: n}
 			roots = append(roots, config.Root{URI: uri})
 		}
 		r := &Readiness{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 func openLocal(t *testing.T, root string) objstore.Store {
@@ -82,7 +83,7 @@ func TestReadFixture(t *testing.T) {
 // TestReadOnMemoryStore: the reader needs only the Store contract.
 func TestReadOnMemoryStore(t *testing.T) {
 	root := copyFixture(t)
-	mem := objstore.NewMemory()
+	mem := memstore.New()
 	ctx := context.Background()
 	require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -310,7 +311,7 @@ func TestVersionName(t *testing.T) {
 }
 
 func TestGetCap(t *testing.T) {
-	mem := objstore.NewMemory()
+	mem := memstore.New()
 	ctx := context.Background()
 	_, err := mem.Put(ctx, "t.lance/_versions/1.manifest", make([]byte, 100))
 	require.NoError(t, err)

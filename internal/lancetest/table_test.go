@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 func TestTableLayout(t *testing.T) {
@@ -41,7 +41,7 @@ func TestDataBytes(t *testing.T) {
 }
 
 func TestPutAndWrite(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	require.Equal(t, 8, Full(1).Put(t, s, "t.lance/"))
 	got, _, err := s.Get(context.Background(), "t.lance/_versions/2.manifest", 1<<20)
 	require.NoError(t, err)

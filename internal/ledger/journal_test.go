@@ -17,6 +17,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/stack"
@@ -175,7 +176,7 @@ func TestRecoverFoldsADeadPass(t *testing.T) {
 // An intent written before the commit says the table may be untouched:
 // the purge may have died before committing.
 func TestUnfinishedIntentBeforeCommitIsHonest(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	j := newJournaled(s)
 	jr := j.journal("pass-dead", t0)
 	require.NoError(t, jr.Intent(t.Context(), tableRow("pass-dead", "/db", "t", t0), 2, 20, false))
@@ -312,7 +313,7 @@ func TestJournalRefusedStopsEveryIntent(t *testing.T) {
 
 // A cancelled purge is not a journal failure: the error is the context's.
 func TestJournalIntentCancelled(t *testing.T) {
-	jr := ledger.NewJournal(objstore.NewMemory(), "pass-a", t0, ledger.JournalOptions{Logger: slog.New(slog.DiscardHandler)})
+	jr := ledger.NewJournal(memstore.New(), "pass-a", t0, ledger.JournalOptions{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	err := jr.Intent(ctx, tableRow("pass-a", "/db", "t", t0), 1, 10, false)

@@ -22,6 +22,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -109,7 +110,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestAddDefaults(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	w := ledger.NewWriter(s, "p", t0)
 	w.Add(ledger.Row{Table: "a", Action: string(outcome.Skipped)})
 	_, err := w.Close(t.Context())
@@ -123,7 +124,7 @@ func TestAddDefaults(t *testing.T) {
 }
 
 func TestEmptyPassWritesFile(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	key := writePass(t, s, "empty", t0, nil)
 	require.Equal(t, "passes/2026/03/14/20260314T092653.589Z-empty.parquet", key, "empty pass key: its start")
 	_, err := s.Head(t.Context(), key)
@@ -189,7 +190,7 @@ func TestReadCorruptFile(t *testing.T) {
 }
 
 func TestReadWrongSchema(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "pass_id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
@@ -222,7 +223,7 @@ func TestReadUnknownKey(t *testing.T) {
 		"journal/pass a/lease",
 	} {
 		t.Run(strings.ReplaceAll(key, "/", "_"), func(t *testing.T) {
-			s := objstore.NewMemory()
+			s := memstore.New()
 			_, err := s.Put(t.Context(), key, []byte("x"))
 			require.NoError(t, err)
 			_, err = ledger.Read(t.Context(), s, time.Time{})
@@ -232,7 +233,7 @@ func TestReadUnknownKey(t *testing.T) {
 }
 
 func TestConcurrentAdd(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	w := ledger.NewWriter(s, "busy", t0)
 	const workers, each = 16, 50
 	var wg sync.WaitGroup
@@ -254,7 +255,7 @@ func TestConcurrentAdd(t *testing.T) {
 }
 
 func TestCloseErrors(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	w := ledger.NewWriter(s, "p", t0)
 	_, err := w.Close(t.Context())
 	require.NoError(t, err)
@@ -281,7 +282,7 @@ func TestKeySortsByTime(t *testing.T) {
 // TestPlainReader reads a ledger file with nothing but pqarrow and checks the
 // documented column names and types, the metadata and the compression.
 func TestPlainReader(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	key := writePass(t, s, "plain", t0, sampleRows("plain", t0))
 	body, _, err := s.Get(t.Context(), key, 1<<20)
 	require.NoError(t, err)
@@ -387,7 +388,7 @@ func TestSchemaDocInPackageDoc(t *testing.T) {
 // A file written before recovered_by existed (its first 15 columns only)
 // still reads, the new column null.
 func TestReadFileWithoutRecoveredBy(t *testing.T) {
-	s := objstore.NewMemory()
+	s := memstore.New()
 	fields := ledger.Schema().Fields()
 	require.Equal(t, ledger.ColRecoveredBy, fields[len(fields)-1].Name)
 	schema := arrow.NewSchema(fields[:len(fields)-1], nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 )
 
@@ -95,7 +96,7 @@ func (c *clock) attach(s objstore.Store) {
 }
 
 // clockMemory is a memory store whose clock a test clock moves.
-func clockMemory() *objstoretest.ClockStore { return objstoretest.NewClockStore(objstore.NewMemory()) }
+func clockMemory() *objstoretest.ClockStore { return objstoretest.NewClockStore(memstore.New()) }
 
 // newNS opens a namespace whose host and lease clocks are c (and whose
 // store's clock c moves, see clock).

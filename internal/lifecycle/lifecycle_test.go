@@ -19,6 +19,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 const day = 24 * time.Hour
@@ -656,10 +657,10 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"batch above the stores' limit", Options{DeleteBatch: 1001}, "delete batch of 1001 keys: pass 1 to 1000, or 0 for 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(objstore.NewMemory(), tc.opts)
+			_, err := New(memstore.New(), tc.opts)
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	_, err := New(objstore.NewMemory(), Options{DeleteBatch: objstore.MaxBatchDelete})
+	_, err := New(memstore.New(), Options{DeleteBatch: objstore.MaxBatchDelete})
 	require.NoError(t, err, "the stores' limit itself is fine")
 }

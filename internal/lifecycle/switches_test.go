@@ -18,6 +18,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 // A local root whose _reaper is not a directory of its own: a symbolic
@@ -122,7 +123,7 @@ func TestPauseUnreadableIsPaused(t *testing.T) {
 	require.ErrorIs(t, err, errDenied)
 	_, err = ns.Purge(context.Background(), "t", PurgeOptions{})
 	require.ErrorIs(t, err, ErrPaused, "an unreadable switch is treated as paused")
-	require.Len(t, keysUnder(snapshot(t, mem), "t.lance/"), lanceTable(t, objstore.NewMemory(), "t", 3))
+	require.Len(t, keysUnder(snapshot(t, mem), "t.lance/"), lanceTable(t, memstore.New(), "t", 3))
 }
 
 // holdForms are the folder forms of a legal hold an operator makes by hand;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 // errTimeout stands in for a transport failure whose outcome is unknown.
@@ -64,7 +65,7 @@ func (s *failWrites) PutIfMatch(ctx context.Context, key string, body []byte, et
 func TestAmbiguousCreateLanded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := &landThenFail{Store: objstore.NewMemory()}
+	s := &landThenFail{Store: memstore.New()}
 	s.on.Store(true)
 	lease, err := longLocker(s).Acquire(ctx, testKey)
 	require.NoError(t, err, "the write landed, so the lease is ours")
@@ -79,7 +80,7 @@ func TestAmbiguousCreateLanded(t *testing.T) {
 func TestAmbiguousTakeoverLanded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	cs := objstoretest.NewClockStore(objstore.NewMemory())
+	cs := objstoretest.NewClockStore(memstore.New())
 	s := &landThenFail{Store: cs}
 	dead := deadInfo(3)
 	writeLease(t, s, testKey, dead)
@@ -94,7 +95,7 @@ func TestAmbiguousTakeoverLanded(t *testing.T) {
 func TestAmbiguousRenewalLanded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := &landThenFail{Store: objstore.NewMemory()}
+	s := &landThenFail{Store: memstore.New()}
 	lk := shortLocker(s)
 	lease, err := lk.Acquire(ctx, testKey)
 	require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestAmbiguousRenewalLanded(t *testing.T) {
 func TestFailedCreateIsNotHeld(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := &failWrites{Store: objstore.NewMemory()}
+	s := &failWrites{Store: memstore.New()}
 	s.on.Store(true)
 	lease, err := longLocker(s).Acquire(ctx, testKey)
 	require.Nil(t, lease)
@@ -122,7 +123,7 @@ func TestFailedCreateIsNotHeld(t *testing.T) {
 func TestRenewalFailuresLoseAtDeadline(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := &failWrites{Store: objstore.NewMemory()}
+	s := &failWrites{Store: memstore.New()}
 	lease, err := shortLocker(s).Acquire(ctx, testKey)
 	require.NoError(t, err)
 	s.on.Store(true)
@@ -145,7 +146,7 @@ func TestHolderClockJumpLosesLease(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	var skew atomic.Int64
-	lk := longLocker(objstore.NewMemory())
+	lk := longLocker(memstore.New())
 	lk.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	lease, err := lk.Acquire(ctx, testKey)
 	require.NoError(t, err)
@@ -162,7 +163,7 @@ func TestHolderClockJumpLosesLease(t *testing.T) {
 func TestWatcherNoticesClockJump(t *testing.T) {
 	t.Parallel()
 	var skew atomic.Int64
-	lk := longLocker(objstore.NewMemory())
+	lk := longLocker(memstore.New())
 	lk.Margin = 20 * time.Millisecond // the watcher polls every Margin/4
 	lk.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	lease, err := lk.Acquire(t.Context(), testKey)

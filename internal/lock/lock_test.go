@@ -13,6 +13,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 const testKey = "locks/lifecycle.lock"
@@ -364,13 +365,13 @@ func TestUnreadableLeaseFailsClosed(t *testing.T) {
 
 func TestReadMissing(t *testing.T) {
 	t.Parallel()
-	_, err := Read(t.Context(), objstore.NewMemory(), testKey)
+	_, err := Read(t.Context(), memstore.New(), testKey)
 	require.ErrorIs(t, err, objstore.ErrNotFound)
 }
 
 func TestLockerConfig(t *testing.T) {
 	t.Parallel()
-	s := objstore.NewMemory()
+	s := memstore.New()
 	tests := []struct {
 		name    string
 		lk      Locker

@@ -12,12 +12,13 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 const testPageSize = 10
 
-func newMemory() *objstore.Memory {
-	mem := objstore.NewMemory()
+func newMemory() *memstore.Store {
+	mem := memstore.New()
 	mem.PageSize = testPageSize
 	return mem
 }
@@ -167,6 +168,6 @@ func TestResultCode(t *testing.T) {
 
 func TestWrapStoreNilMetrics(t *testing.T) {
 	t.Parallel()
-	mem := objstore.NewMemory()
+	mem := memstore.New()
 	require.Same(t, objstore.Store(mem), WrapStore(mem, nil))
 }

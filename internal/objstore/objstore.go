@@ -17,6 +17,10 @@ import (
 // call: S3's DeleteObjects limit, enforced client-side on every backend.
 const MaxBatchDelete = 1000
 
+// DefaultPageSize is the listing page size backends use unless configured:
+// S3's maximum per ListObjectsV2 call.
+const DefaultPageSize = 1000
+
 // TimeResolution is the coarsest a store's clock may read: S3 reports
 // LastModified and its Date header in whole seconds. A comparison of store
 // times that allows a deletion or a lease takeover adds it against itself.

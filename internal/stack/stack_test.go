@@ -19,6 +19,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
@@ -55,7 +56,7 @@ func memRegistry(t *testing.T, transient func(error) bool) *all.Registry {
 	require.NoError(t, r.Register(objstore.Backend{
 		Scheme: objstore.SchemeS3,
 		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
-			return objstore.NewMemory(), nil
+			return memstore.New(), nil
 		},
 		IsTransient: transient,
 	}))

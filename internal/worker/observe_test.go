@@ -17,6 +17,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -141,7 +142,7 @@ func TestLedgerRows(t *testing.T) {
 	f.table(0, "fresh", 1, 1, 30*day)
 	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
 	require.NoError(t, err)
-	audit := objstore.NewMemory()
+	audit := memstore.New()
 	w := f.worker(baseConfig(), 4*day)
 	w.Ledger = NewLedger(audit, slog.New(slog.NewTextHandler(io.Discard, nil)), "v9", "host-a")
 	rep, err := w.Pass(context.Background(), nil)
@@ -251,7 +252,7 @@ func TestLedgerRowsOfFailures(t *testing.T) {
 	f := newFixture(t, objstoretest.Local, 2)
 	_, err := f.store(0).Put(context.Background(), "bad.deleted", []byte("nope"))
 	require.NoError(t, err)
-	audit := objstore.NewMemory()
+	audit := memstore.New()
 	w := f.worker(baseConfig(), 4*day)
 	open := w.Open
 	w.Open = func(ctx context.Context, r config.Root) (objstore.Store, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
@@ -81,7 +82,7 @@ func TestRegistry(t *testing.T) {
 	fake := objstore.Backend{
 		Scheme: objstore.SchemeFile,
 		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
-			return objstore.NewMemory(), nil
+			return memstore.New(), nil
 		},
 	}
 	require.NoError(t, r.Register(fake))
@@ -120,7 +121,7 @@ func TestOptionsFromDescriptors(t *testing.T) {
 		Scheme:  objstore.SchemeS3,
 		Options: []objstore.StorageOption{{Name: "b"}, {Name: "a", Secret: true}},
 		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
-			return objstore.NewMemory(), nil
+			return memstore.New(), nil
 		},
 	}))
 	require.NoError(t, fake.CheckOptions(objstore.SchemeS3, map[string]string{"a": "1", "b": "2"}))

@@ -11,6 +11,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
@@ -97,7 +98,7 @@ func ForEachBackend(t *testing.T, fn func(t *testing.T, b Backend), backends ...
 }
 
 func newMemoryRoot(testing.TB) Root {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	return Root{Backend: "memory", URI: m.URI(), open: func(testing.TB) objstore.Store { return m }}
 }
 

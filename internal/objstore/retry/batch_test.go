@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 // partial fails some keys of its first batch with per-key errors, deleting
@@ -75,7 +76,7 @@ func TestBatchWholeRequestRetried(t *testing.T) {
 }
 
 func TestBatchTooManyBeforeAnyRequest(t *testing.T) {
-	f := newFlaky(objstore.NewMemory(), 0)
+	f := newFlaky(memstore.New(), 0)
 	s := Wrap(f, testOptions(newFakeTime()))
 	keys := make([]string, objstore.MaxBatchDelete+1)
 	for i := range keys {

@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 // landing returns a wrapper whose first conditional call lands on the
 // memory store but reports a transient failure.
-func landing(t *testing.T) (*objstore.Memory, *flaky, objstore.Store) {
+func landing(t *testing.T) (*memstore.Store, *flaky, objstore.Store) {
 	t.Helper()
-	m := objstore.NewMemory()
+	m := memstore.New()
 	f := newFlaky(m, 1)
 	f.land = true
 	return m, f, Wrap(f, testOptions(newFakeTime()))
@@ -71,7 +72,7 @@ func (r rival) PutIfMatch(ctx context.Context, key string, body []byte, etag str
 }
 
 func TestConditionalPutLostToRival(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	f := newFlaky(m, 1)
 	s := Wrap(rival{f, "theirs"}, testOptions(newFakeTime()))
 	_, err := s.PutIfAbsent(t.Context(), "a", []byte("ours"))
@@ -88,7 +89,7 @@ func TestConditionalPutLostToRival(t *testing.T) {
 }
 
 func TestFirstAttemptConflictNotReread(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	_, err := m.Put(t.Context(), "k", []byte("ours"))
 	require.NoError(t, err)
 	f := newFlaky(m, 0)
@@ -107,7 +108,7 @@ func (f failingReread) Get(context.Context, string, int64) ([]byte, objstore.Obj
 }
 
 func TestConflictRereadFails(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	f := newFlaky(m, 1)
 	f.land = true
 	s := Wrap(failingReread{f}, testOptions(newFakeTime()))

@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
-func seeded(t *testing.T, pageSize int, keys ...string) *objstore.Memory {
+func seeded(t *testing.T, pageSize int, keys ...string) *memstore.Store {
 	t.Helper()
-	m := objstore.NewMemory()
+	m := memstore.New()
 	m.PageSize = pageSize
 	for _, k := range keys {
 		_, err := m.Put(t.Context(), k, []byte(k))
@@ -103,7 +104,7 @@ func (u unsortedWalk) Walk(_ context.Context, _ string, fn func([]objstore.Objec
 // purge miss objects (its verify step then refused the table).
 func TestWalkPassesUnsortedEntriesThrough(t *testing.T) {
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	s := Wrap(unsortedWalk{Store: objstore.NewMemory(), keys: keys}, testOptions(newFakeTime()))
+	s := Wrap(unsortedWalk{Store: memstore.New(), keys: keys}, testOptions(newFakeTime()))
 	var got []string
 	require.NoError(t, s.Walk(context.Background(), "", func(objs []objstore.Object) error {
 		for _, o := range objs {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 )
 
 func fakePacer(rps float64, clk *fakeTime) *Pacer {
@@ -126,7 +126,7 @@ func TestStoreThrottlesPacer(t *testing.T) {
 	p := fakePacer(100, clk)
 	opts := testOptions(clk)
 	opts.Pacer = p
-	s := Wrap(newFlaky(objstore.NewMemory(), 1), opts)
+	s := Wrap(newFlaky(memstore.New(), 1), opts)
 	_, err := s.Put(t.Context(), "k", []byte("v"))
 	require.NoError(t, err)
 	require.Equal(t, 50.0, p.Rate(), "a transient failure halves the shared rate")
@@ -149,7 +149,7 @@ func TestStoreOnlyThrottlesSlowThePacer(t *testing.T) {
 			opts.Pacer = p
 			opts.IsTransient = func(error) bool { return true }
 			opts.IsThrottle = func(err error) bool { return errors.Is(err, errThrottle) }
-			f := newFlaky(objstore.NewMemory(), 1)
+			f := newFlaky(memstore.New(), 1)
 			f.err = tc.err
 			_, err := Wrap(f, opts).Put(t.Context(), "k", []byte("v"))
 			require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestUnpacedKeysBypassPacer(t *testing.T) {
 	opts := testOptions(clk)
 	opts.Pacer = p
 	opts.Unpaced = func(key string) bool { return strings.HasSuffix(key, ".reaper-lock") }
-	s := Wrap(newFlaky(objstore.NewMemory(), 0), opts)
+	s := Wrap(newFlaky(memstore.New(), 0), opts)
 	ctx := t.Context()
 
 	_, err := s.Put(ctx, "bulk", []byte("x")) // takes the only token

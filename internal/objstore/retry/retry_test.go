@@ -12,12 +12,13 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
 func TestConformance(t *testing.T) {
 	objstoretest.Run(t, func(*testing.T) objstore.Store {
-		return Wrap(objstore.NewMemory(), Options{IsTransient: s3.IsTransient, Pacer: NewPacer(0)})
+		return Wrap(memstore.New(), Options{IsTransient: s3.IsTransient, Pacer: NewPacer(0)})
 	})
 }
 
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 // faults; TestDeleteIfMatchLanded covers that path.
 func TestConformanceThroughFaults(t *testing.T) {
 	objstoretest.Run(t, func(*testing.T) objstore.Store {
-		m := objstore.NewMemory()
+		m := memstore.New()
 		m.PageSize = 3
 		clk := newFakeTime()
 		return Wrap(steadyDeleteIfMatch{newFlaky(m, 1)}, testOptions(clk))
@@ -44,19 +45,19 @@ func (s steadyDeleteIfMatch) DeleteIfMatch(ctx context.Context, key, etag string
 }
 
 func TestUnwrap(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	s := Wrap(m, Options{IsTransient: NeverTransient})
 	require.Same(t, m, s.(interface{ Unwrap() objstore.Store }).Unwrap())
 	require.Equal(t, m.URI(), s.URI())
 }
 
 func TestRequiresClassifier(t *testing.T) {
-	require.Panics(t, func() { Wrap(objstore.NewMemory(), Options{}) })
+	require.Panics(t, func() { Wrap(memstore.New(), Options{}) })
 }
 
 func TestRetriesThenSucceeds(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 2)
+	f := newFlaky(memstore.New(), 2)
 	opts := testOptions(clk)
 	type retried struct {
 		op, key string
@@ -99,7 +100,7 @@ func TestPermanentNotRetried(t *testing.T) {
 		fmt.Errorf("%w: %w", objstore.ErrPrecondition, errTransient)} {
 		t.Run(perm.Error(), func(t *testing.T) {
 			clk := newFakeTime()
-			f := newFlaky(objstore.NewMemory(), 5)
+			f := newFlaky(memstore.New(), 5)
 			f.err = perm
 			s := Wrap(f, testOptions(clk))
 			_, err := s.Head(t.Context(), "k")
@@ -112,7 +113,7 @@ func TestPermanentNotRetried(t *testing.T) {
 
 func TestCancelledContextStops(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 5)
+	f := newFlaky(memstore.New(), 5)
 	s := Wrap(f, testOptions(clk))
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -134,7 +135,7 @@ func TestCancelledContextStops(t *testing.T) {
 
 func TestMaxElapsed(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 1000)
+	f := newFlaky(memstore.New(), 1000)
 	opts := testOptions(clk)
 	opts.MaxElapsed = time.Second
 	s := Wrap(f, opts)
@@ -153,7 +154,7 @@ func TestMaxElapsed(t *testing.T) {
 
 func TestMaxElapsedCountsRequestTime(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 1000)
+	f := newFlaky(memstore.New(), 1000)
 	opts := testOptions(clk)
 	opts.MaxElapsed = time.Second
 	// Each failing request takes 600ms. The budget starts at the first
@@ -170,7 +171,7 @@ func TestMaxElapsedCountsRequestTime(t *testing.T) {
 // pages, or one queued behind the pacer) and then failed is still retried.
 func TestMaxElapsedRunsFromTheFirstFailure(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 1)
+	f := newFlaky(memstore.New(), 1)
 	opts := testOptions(clk)
 	opts.MaxElapsed = time.Second
 	first := true
@@ -188,7 +189,7 @@ func TestMaxElapsedRunsFromTheFirstFailure(t *testing.T) {
 
 func TestErrorsAfterRetriesKeepSentinels(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 1)
+	f := newFlaky(memstore.New(), 1)
 	s := Wrap(f, testOptions(clk))
 	_, _, err := s.Get(t.Context(), "missing", 1<<20)
 	require.ErrorIs(t, err, objstore.ErrNotFound)
@@ -196,7 +197,7 @@ func TestErrorsAfterRetriesKeepSentinels(t *testing.T) {
 }
 
 func TestCallbackErrorNeverRetried(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	_, err := m.Put(t.Context(), "a", nil)
 	require.NoError(t, err)
 	clk := newFakeTime()
@@ -217,7 +218,7 @@ func TestCallbackErrorNeverRetried(t *testing.T) {
 
 func TestDeleteOps(t *testing.T) {
 	clk := newFakeTime()
-	m := objstore.NewMemory()
+	m := memstore.New()
 	f := newFlaky(m, 1)
 	s := Wrap(f, testOptions(clk))
 	_, err := m.Put(t.Context(), "a", nil)
@@ -244,7 +245,7 @@ func TestMisconfiguredGivesUpSooner(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newFakeTime()
-			f := newFlaky(objstore.NewMemory(), 1_000_000)
+			f := newFlaky(memstore.New(), 1_000_000)
 			f.err = tc.err
 			opts := testOptions(clk)
 			require.Greater(t, opts.MaxElapsed, 10*time.Second)
@@ -265,7 +266,7 @@ func TestMisconfiguredGivesUpSooner(t *testing.T) {
 // caller finds the counter through the wrappers above the retry layer.
 func TestPushbacksCounted(t *testing.T) {
 	clk := newFakeTime()
-	f := newFlaky(objstore.NewMemory(), 3)
+	f := newFlaky(memstore.New(), 3)
 	opts := testOptions(clk)
 	opts.IsThrottle = func(err error) bool { return errors.Is(err, errTransient) }
 	s := Wrap(f, opts)
@@ -276,5 +277,5 @@ func TestPushbacksCounted(t *testing.T) {
 	count := objstore.PushbacksOf(outer)
 	require.NotNil(t, count)
 	require.Equal(t, uint64(3), count())
-	require.Nil(t, objstore.PushbacksOf(objstore.NewMemory()), "a store that cannot push back has no counter")
+	require.Nil(t, objstore.PushbacksOf(memstore.New()), "a store that cannot push back has no counter")
 }

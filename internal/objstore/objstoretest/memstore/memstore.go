@@ -1,4 +1,8 @@
-package objstore
+// Package memstore is an in-memory objstore.Store for tests: the first
+// backend the conformance suite runs on, so that contract bugs show before
+// any I/O noise, and the store of tests that need no real one. Only tests
+// import it (internal/layering_test.go).
+package memstore
 
 import (
 	"context"
@@ -8,51 +12,49 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// DefaultPageSize is the listing page size backends use unless configured:
-// S3's maximum per ListObjectsV2 call.
-const DefaultPageSize = 1000
-
-// Memory is an in-memory Store for tests and dry runs. It is safe for
-// concurrent use; every write gets a fresh random ETag.
-type Memory struct {
+// Store is an in-memory objstore.Store. It is safe for concurrent use;
+// every write gets a fresh random ETag.
+type Store struct {
 	// PageSize caps entries per listing page; set it before first use.
-	// Zero means DefaultPageSize.
+	// Zero means objstore.DefaultPageSize.
 	PageSize int
 	// Clock is the store's clock (LastModified and Now); nil means
 	// time.Now. Set it before first use.
 	Clock func() time.Time
 
 	mu      sync.Mutex
-	objects map[string]memObject
+	objects map[string]entry
 }
 
-type memObject struct {
+type entry struct {
 	body []byte
-	meta Object
+	meta objstore.Object
 }
 
-var _ Store = (*Memory)(nil)
+var _ objstore.Store = (*Store)(nil)
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{objects: make(map[string]memObject)}
+// New returns an empty in-memory store.
+func New() *Store {
+	return &Store{objects: make(map[string]entry)}
 }
 
 // URI names the store; it has no location.
-func (m *Memory) URI() string { return "memory://" }
+func (m *Store) URI() string { return "memory://" }
 
-func (m *Memory) pageSize() int {
+func (m *Store) pageSize() int {
 	if m.PageSize > 0 {
 		return m.PageSize
 	}
-	return DefaultPageSize
+	return objstore.DefaultPageSize
 }
 
 // sortedKeys snapshots the keys under prefix, so callbacks run without the
 // lock held.
-func (m *Memory) sortedKeys(prefix string) []string {
+func (m *Store) sortedKeys(prefix string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var keys []string
@@ -67,11 +69,11 @@ func (m *Memory) sortedKeys(prefix string) []string {
 
 // List lists one level under prefix, counting objects and prefixes toward
 // the page size as S3 does.
-func (m *Memory) List(ctx context.Context, prefix string, fn func(Page) error) error {
+func (m *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
 	if err := checkListing(ctx, prefix); err != nil {
 		return err
 	}
-	var page Page
+	var page objstore.Page
 	lastPrefix := ""
 	for _, k := range m.sortedKeys(prefix) {
 		if err := ctx.Err(); err != nil {
@@ -91,7 +93,7 @@ func (m *Memory) List(ctx context.Context, prefix string, fn func(Page) error) e
 			if err := fn(page); err != nil {
 				return err
 			}
-			page = Page{}
+			page = objstore.Page{}
 		}
 	}
 	if len(page.Objects)+len(page.Prefixes) > 0 {
@@ -101,11 +103,11 @@ func (m *Memory) List(ctx context.Context, prefix string, fn func(Page) error) e
 }
 
 // Walk streams every object under prefix in pages.
-func (m *Memory) Walk(ctx context.Context, prefix string, fn func([]Object) error) error {
+func (m *Store) Walk(ctx context.Context, prefix string, fn func([]objstore.Object) error) error {
 	if err := checkListing(ctx, prefix); err != nil {
 		return err
 	}
-	var page []Object
+	var page []objstore.Object
 	for _, k := range m.sortedKeys(prefix) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -130,10 +132,10 @@ func checkListing(ctx context.Context, prefix string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return ValidatePrefix(prefix)
+	return objstore.ValidatePrefix(prefix)
 }
 
-func (m *Memory) lookup(key string) (Object, bool) {
+func (m *Store) lookup(key string) (objstore.Object, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.objects[key]
@@ -147,39 +149,39 @@ func checkKey(ctx context.Context, key string) error {
 		return err
 	}
 	if strings.HasSuffix(key, "/") {
-		return fmt.Errorf("%w: %q ends in \"/\"", ErrInvalidKey, key)
+		return fmt.Errorf("%w: %q ends in \"/\"", objstore.ErrInvalidKey, key)
 	}
-	return ValidateKey(key)
+	return objstore.ValidateKey(key)
 }
 
 // Get returns a copy of the object's bytes.
-func (m *Memory) Get(ctx context.Context, key string, limit int64) ([]byte, Object, error) {
+func (m *Store) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
 	if err := checkKey(ctx, key); err != nil {
-		return nil, Object{}, err
+		return nil, objstore.Object{}, err
 	}
-	if err := CheckLimit(key, limit); err != nil {
-		return nil, Object{}, err
+	if err := objstore.CheckLimit(key, limit); err != nil {
+		return nil, objstore.Object{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.objects[key]
 	if !ok {
-		return nil, Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
+		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, objstore.ErrNotFound)
 	}
 	if int64(len(o.body)) > limit {
-		return nil, Object{}, &TooLargeError{Key: key, Size: int64(len(o.body)), Limit: limit}
+		return nil, objstore.Object{}, &objstore.TooLargeError{Key: key, Size: int64(len(o.body)), Limit: limit}
 	}
 	return slices.Clone(o.body), o.meta, nil
 }
 
 // Head returns the object's metadata.
-func (m *Memory) Head(ctx context.Context, key string) (Object, error) {
+func (m *Store) Head(ctx context.Context, key string) (objstore.Object, error) {
 	if err := checkKey(ctx, key); err != nil {
-		return Object{}, err
+		return objstore.Object{}, err
 	}
 	obj, ok := m.lookup(key)
 	if !ok {
-		return Object{}, fmt.Errorf("head %s: %w", key, ErrNotFound)
+		return objstore.Object{}, fmt.Errorf("head %s: %w", key, objstore.ErrNotFound)
 	}
 	return obj, nil
 }
@@ -190,21 +192,21 @@ func checkMutation(ctx context.Context, key string) error {
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
-	if _, err := CheckFence(ctx); err != nil {
+	if _, err := objstore.CheckFence(ctx); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	return nil
 }
 
 // Now is the store's clock.
-func (m *Memory) Now(ctx context.Context) (time.Time, error) {
+func (m *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
 	return m.now(), nil
 }
 
-func (m *Memory) now() time.Time {
+func (m *Store) now() time.Time {
 	if m.Clock != nil {
 		return m.Clock()
 	}
@@ -212,18 +214,18 @@ func (m *Memory) now() time.Time {
 }
 
 // PruneEmpty does nothing: the memory store has no directories.
-func (m *Memory) PruneEmpty(ctx context.Context, prefix string) error {
+func (m *Store) PruneEmpty(ctx context.Context, prefix string) error {
 	if err := checkListing(ctx, prefix); err != nil {
 		return err
 	}
-	_, err := CheckFence(ctx)
+	_, err := objstore.CheckFence(ctx)
 	return err
 }
 
 // Put stores a copy of body.
-func (m *Memory) Put(ctx context.Context, key string, body []byte) (Object, error) {
+func (m *Store) Put(ctx context.Context, key string, body []byte) (objstore.Object, error) {
 	if err := checkMutation(ctx, key); err != nil {
-		return Object{}, err
+		return objstore.Object{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -231,33 +233,33 @@ func (m *Memory) Put(ctx context.Context, key string, body []byte) (Object, erro
 }
 
 // PutIfAbsent stores body only if key does not exist.
-func (m *Memory) PutIfAbsent(ctx context.Context, key string, body []byte) (Object, error) {
+func (m *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (objstore.Object, error) {
 	if err := checkMutation(ctx, key); err != nil {
-		return Object{}, err
+		return objstore.Object{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objects[key]; ok {
-		return Object{}, fmt.Errorf("put if absent %s: %w", key, ErrPrecondition)
+		return objstore.Object{}, fmt.Errorf("put if absent %s: %w", key, objstore.ErrPrecondition)
 	}
 	return m.storeLocked(key, body), nil
 }
 
 // PutIfMatch replaces key only if its ETag is etag.
-func (m *Memory) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (Object, error) {
+func (m *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (objstore.Object, error) {
 	if err := checkMutation(ctx, key); err != nil {
-		return Object{}, err
+		return objstore.Object{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.matchLocked("put if match", key, etag); err != nil {
-		return Object{}, err
+		return objstore.Object{}, err
 	}
 	return m.storeLocked(key, body), nil
 }
 
 // Delete removes key; a missing key is not an error.
-func (m *Memory) Delete(ctx context.Context, key string) error {
+func (m *Store) Delete(ctx context.Context, key string) error {
 	if err := checkMutation(ctx, key); err != nil {
 		return err
 	}
@@ -268,7 +270,7 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 }
 
 // DeleteIfMatch removes key only if its ETag is etag.
-func (m *Memory) DeleteIfMatch(ctx context.Context, key string, etag string) error {
+func (m *Store) DeleteIfMatch(ctx context.Context, key string, etag string) error {
 	if err := checkMutation(ctx, key); err != nil {
 		return err
 	}
@@ -282,41 +284,41 @@ func (m *Memory) DeleteIfMatch(ctx context.Context, key string, etag string) err
 }
 
 // DeleteBatch removes keys; only a key its grammar refuses fails alone.
-func (m *Memory) DeleteBatch(ctx context.Context, keys []string) error {
+func (m *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	valid, refused, err := CheckBatchWith(keys, func(k string) error { return checkKey(ctx, k) })
+	valid, refused, err := objstore.CheckBatchWith(keys, func(k string) error { return checkKey(ctx, k) })
 	if err != nil {
 		return err
 	}
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := CheckFence(ctx); err != nil {
-		return BatchResult(refused, valid, fmt.Errorf("delete batch: %w", err))
+	if _, err := objstore.CheckFence(ctx); err != nil {
+		return objstore.BatchResult(refused, valid, fmt.Errorf("delete batch: %w", err))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range valid {
 		delete(m.objects, k)
 	}
-	return BatchResult(refused, valid, nil)
+	return objstore.BatchResult(refused, valid, nil)
 }
 
-func (m *Memory) matchLocked(action, key, etag string) error {
+func (m *Store) matchLocked(action, key, etag string) error {
 	o, ok := m.objects[key]
 	switch {
 	case !ok:
-		return fmt.Errorf("%s %s: %w", action, key, ErrNotFound)
+		return fmt.Errorf("%s %s: %w", action, key, objstore.ErrNotFound)
 	case o.meta.ETag != etag:
-		return fmt.Errorf("%s %s: current etag %q, not %q: %w", action, key, o.meta.ETag, etag, ErrPrecondition)
+		return fmt.Errorf("%s %s: current etag %q, not %q: %w", action, key, o.meta.ETag, etag, objstore.ErrPrecondition)
 	}
 	return nil
 }
 
-func (m *Memory) storeLocked(key string, body []byte) Object {
-	meta := Object{Key: key, Size: int64(len(body)), ETag: rand.Text(), LastModified: m.now()}
-	m.objects[key] = memObject{body: slices.Clone(body), meta: meta}
+func (m *Store) storeLocked(key string, body []byte) objstore.Object {
+	meta := objstore.Object{Key: key, Size: int64(len(body)), ETag: rand.Text(), LastModified: m.now()}
+	m.objects[key] = entry{body: slices.Clone(body), meta: meta}
 	return meta
 }
