@@ -54,29 +54,42 @@ func CheckFence(ctx context.Context) (time.Duration, error) {
 	return limit, nil
 }
 
-// FenceRequest checks ctx's fence and returns the context to send one
-// mutating request under: with the fence's time limit as its deadline (cause
-// ErrRequestDeadline). Call the cancel func when the request is done, and
-// pass its error through RequestError.
-func FenceRequest(ctx context.Context) (context.Context, context.CancelFunc, error) {
+// Fenced sends one mutating request of an HTTP backend: send must do
+// nothing but make the client call with the context it is given, so that
+// the fence's check is the last thing before the request. A refusing fence
+// sends nothing and returns an error wrapping ErrFenced. The request runs
+// under the fence's time limit, if any, as its deadline; a request that
+// limit ended while ctx is alive returns ErrRequestDeadline (transient: a
+// retry asks the fence again and is sent only if the lease still allows
+// it).
+func Fenced(ctx context.Context, send func(rctx context.Context) error) error {
 	limit, err := CheckFence(ctx)
 	if err != nil {
-		return ctx, func() {}, err
+		return err
 	}
 	if limit <= 0 {
-		return ctx, func() {}, nil
+		return send(ctx)
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, limit, ErrRequestDeadline)
-	return rctx, cancel, nil
-}
-
-// RequestError replaces the error of a request sent under rctx (from
-// FenceRequest on ctx) by ErrRequestDeadline when the fence's time limit,
-// not the caller, ended it: the caller's context is alive, so a retry may
-// ask the fence again.
-func RequestError(ctx, rctx context.Context, err error) error {
+	defer cancel()
+	err = send(rctx)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), ErrRequestDeadline) {
 		return fmt.Errorf("%w (%v)", ErrRequestDeadline, err)
 	}
 	return err
+}
+
+// PruneFlat is PruneEmpty for a store without directories (a flat
+// namespace: S3, GCS, Blob Storage), where there is nothing to remove: a
+// "folder" object is an object, walked and deleted as such. It still
+// checks the prefix and refuses under a refusing fence, as every mutating
+// call does, so callers see the same contract on every backend.
+func PruneFlat(ctx context.Context, prefix string) error {
+	if err := ValidatePrefix(prefix); err != nil {
+		return fmt.Errorf("prune empty %s: %w", prefix, err)
+	}
+	if _, err := CheckFence(ctx); err != nil {
+		return fmt.Errorf("prune empty %s: %w", prefix, err)
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ func (s *Store) submit(ctx context.Context, keys []string) ([]objstore.KeyError,
 		}
 	}
 	var resp container.SubmitBatchResponse
-	err = fenced(ctx, func(rctx context.Context) (err error) {
+	err = objstore.Fenced(ctx, func(rctx context.Context) (err error) {
 		resp, err = s.client.SubmitBatch(rctx, bb, nil)
 		return err
 	})

@@ -245,3 +245,9 @@ func isFolder(md map[string]*string) bool {
 func folderError(action, key string) error {
 	return fmt.Errorf("%s %s: %w (%w)", action, key, objstore.ErrNotFound, objstore.ErrIsFolder)
 }
+
+// PruneEmpty removes nothing: Blob Storage (without a hierarchical
+// namespace) has no directories.
+func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
+	return objstore.PruneFlat(ctx, prefix)
+}

@@ -45,7 +45,7 @@ func (s *Store) put(ctx context.Context, action, key string, body []byte, cond *
 		opts.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: cond}
 	}
 	var resp blockblob.UploadResponse
-	err = fenced(ctx, func(rctx context.Context) (err error) {
+	err = objstore.Fenced(ctx, func(rctx context.Context) (err error) {
 		resp, err = s.client.NewBlockBlobClient(n).Upload(rctx, streaming.NopCloser(bytes.NewReader(body)), opts)
 		return err
 	})
@@ -100,7 +100,7 @@ func (s *Store) delete(ctx context.Context, action, key string, ifMatch *azcore.
 	if ifMatch != nil {
 		opts.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: ifMatch}}
 	}
-	err = fenced(ctx, func(rctx context.Context) error {
+	err = objstore.Fenced(ctx, func(rctx context.Context) error {
 		_, err := s.client.NewBlobClient(n).Delete(rctx, opts)
 		return err
 	})

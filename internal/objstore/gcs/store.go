@@ -314,3 +314,10 @@ func generationOf(etag string) (gen int64, ok bool) {
 	gen, err := strconv.ParseInt(etag, 10, 64)
 	return gen, err == nil && gen > 0
 }
+
+// PruneEmpty removes nothing: GCS has no directories (a flat namespace; a
+// hierarchical-namespace bucket's folders are not objects and hold none of
+// reaper's data).
+func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
+	return objstore.PruneFlat(ctx, prefix)
+}

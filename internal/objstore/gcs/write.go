@@ -75,7 +75,7 @@ func (s *Store) put(ctx context.Context, action, key string, body []byte, c cond
 		return objstore.Object{}, fmt.Errorf("%s %s: %w", action, key, err)
 	}
 	var a *storage.Object
-	err = fenced(ctx, func(rctx context.Context) error {
+	err = objstore.Fenced(ctx, func(rctx context.Context) error {
 		call := s.client.Objects.Insert(s.loc.Bucket, &storage.Object{Name: name, Crc32c: crc32cOf(body)}).
 			Context(rctx).Fields(objectFields).
 			Media(bytes.NewReader(body), googleapi.ContentType("application/octet-stream"), googleapi.ChunkSize(0))
@@ -148,5 +148,5 @@ func (s *Store) delete(ctx context.Context, call *storage.ObjectsDeleteCall) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapError(fenced(ctx, func(rctx context.Context) error { return call.Context(rctx).Do() }))
+	return mapError(objstore.Fenced(ctx, func(rctx context.Context) error { return call.Context(rctx).Do() }))
 }

@@ -118,7 +118,7 @@ func (s *Store) deleteObjects(ctx context.Context, keys []string) ([]keyFailure,
 		Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
 	}
 	var out *s3.DeleteObjectsOutput
-	err := fenced(ctx, func(rctx context.Context) (err error) {
+	err := objstore.Fenced(ctx, func(rctx context.Context) (err error) {
 		out, err = s.client.DeleteObjects(rctx, in, s.observe(nil))
 		return err
 	})

@@ -216,3 +216,9 @@ func unquote(etag string) string { return strings.Trim(etag, `"`) }
 
 // quote restores them for If-Match.
 func quote(etag string) string { return `"` + etag + `"` }
+
+// PruneEmpty removes nothing: S3 has no directories; "folder" objects are
+// objects and are walked and deleted as such.
+func (s *Store) PruneEmpty(ctx context.Context, prefix string) error {
+	return objstore.PruneFlat(ctx, prefix)
+}

@@ -55,7 +55,7 @@ func (s *Store) put(ctx context.Context, action, key string, body []byte, cond f
 		out *s3.PutObjectOutput
 		a   answer
 	)
-	err = fenced(ctx, func(rctx context.Context) (err error) {
+	err = objstore.Fenced(ctx, func(rctx context.Context) (err error) {
 		out, err = s.client.PutObject(rctx, in, s.observe(&a))
 		return err
 	})
@@ -93,7 +93,7 @@ func (s *Store) delete(ctx context.Context, action, key string, ifMatch *string)
 		return fmt.Errorf("%s %s: %w", action, key, err)
 	}
 	in := &s3.DeleteObjectInput{Bucket: aws.String(s.loc.Bucket), Key: k, IfMatch: ifMatch}
-	err = fenced(ctx, func(rctx context.Context) error {
+	err = objstore.Fenced(ctx, func(rctx context.Context) error {
 		_, err := s.client.DeleteObject(rctx, in, s.observe(nil))
 		return err
 	})
