@@ -73,3 +73,16 @@ func OptionNames(opts []StorageOption) []string {
 	}
 	return names
 }
+
+// Opener adapts a backend's Open, which returns its own store type, to
+// Backend.Open: a failed open is a nil Store, never a typed nil in the
+// interface.
+func Opener[S Store](open func(context.Context, Location, map[string]string, OpenEnv) (S, error)) func(context.Context, Location, map[string]string, OpenEnv) (Store, error) {
+	return func(ctx context.Context, loc Location, options map[string]string, env OpenEnv) (Store, error) {
+		s, err := open(ctx, loc, options, env)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}

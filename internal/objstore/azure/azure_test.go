@@ -22,7 +22,7 @@ func openTestStore(t *testing.T, prefix string, pageSize int32) (objstoretest.Az
 	srv := objstoretest.Azure(t)
 	loc, err := objstore.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
-	st, err := azure.Open(t.Context(), loc, srv.Options())
+	st, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err, "open %s", srv.URI(prefix))
 	st.PageSize = pageSize
 	return srv, st

@@ -1,8 +1,6 @@
 package azure
 
 import (
-	"context"
-
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
@@ -17,24 +15,10 @@ func Backend() objstore.Backend {
 			_, err := ParseOptions(options)
 			return err
 		},
-		Open:        openBackend,
+		Open:        objstore.Opener(Open),
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
 		// Date and Last-Modified read to the second.
 		ClockResolution: objstore.TimeResolution,
 	}
-}
-
-// openBackend is Open for the registry: env's transport carries every
-// request.
-func openBackend(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (objstore.Store, error) {
-	var opts []Option
-	if env.Transport != nil {
-		opts = append(opts, WithTransport(env.Transport))
-	}
-	st, err := Open(ctx, loc, options, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
 }

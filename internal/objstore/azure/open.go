@@ -16,28 +16,15 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
-// Option adjusts how Open builds the client.
-type Option func(*openConfig)
-
-type openConfig struct {
-	transport http.RoundTripper
-}
-
-// WithTransport sends every request (the token requests of azidentity
-// credentials too) through rt, so callers can count requests or inject
-// faults.
-func WithTransport(rt http.RoundTripper) Option {
-	return func(oc *openConfig) { oc.transport = rt }
-}
-
 // Open returns a store over an az location. The account comes from the
 // abfss:// URI, azure_storage_account_name, the emulator's default, or
 // $AZURE_STORAGE_ACCOUNT_NAME, in that order; the credential from the
 // storage options or, without one, DefaultAzureCredential (environment,
 // AKS workload identity, managed identity, Azure CLI). The SDK's own
 // retries are off: retrying belongs to the wrapper that knows the
-// operation (IsTransient).
-func Open(ctx context.Context, loc objstore.Location, options map[string]string, opts ...Option) (*Store, error) {
+// operation (IsTransient). env's transport carries every request, the
+// token requests of azidentity credentials too.
+func Open(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (*Store, error) {
 	if loc.Scheme != objstore.SchemeAzure {
 		return nil, fmt.Errorf("open azure store: %s is not an az:// root", loc)
 	}
@@ -45,15 +32,11 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
-	var oc openConfig
-	for _, opt := range opts {
-		opt(&oc)
-	}
 	s := &Store{loc: loc, clock: &objstore.DateClock{}}
 	if loc.Prefix != "" {
 		s.root = loc.Prefix + "/"
 	}
-	s.client, err = newClient(o, loc, oc.transport, s.clock)
+	s.client, err = newClient(o, loc, env.Transport, s.clock)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}

@@ -130,7 +130,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Run(tc.uri+" "+tc.wantErr, func(t *testing.T) {
 			loc, err := objstore.ParseLocation(tc.uri)
 			require.NoError(t, err)
-			_, err = azure.Open(t.Context(), loc, tc.opts)
+			_, err = azure.Open(t.Context(), loc, tc.opts, objstore.OpenEnv{})
 			require.ErrorContains(t, err, tc.wantErr)
 			require.NotContains(t, err.Error(), secret)
 		})
@@ -139,13 +139,13 @@ func TestOpenErrors(t *testing.T) {
 	// is sent at Open.
 	loc, err := objstore.ParseLocation("abfss://c@acct.dfs.core.windows.net/p")
 	require.NoError(t, err)
-	st, err := azure.Open(t.Context(), loc, map[string]string{"azure_storage_account_key": secret})
+	st, err := azure.Open(t.Context(), loc, map[string]string{"azure_storage_account_key": secret}, objstore.OpenEnv{})
 	require.NoError(t, err)
 	require.Equal(t, "abfss://c@acct.dfs.core.windows.net/p", st.URI())
 	// The account from the environment, as object_store reads it.
 	t.Setenv("AZURE_STORAGE_ACCOUNT_NAME", "envacct")
 	loc, err = objstore.ParseLocation("az://c")
 	require.NoError(t, err)
-	_, err = azure.Open(t.Context(), loc, map[string]string{"azure_storage_account_key": secret})
+	_, err = azure.Open(t.Context(), loc, map[string]string{"azure_storage_account_key": secret}, objstore.OpenEnv{})
 	require.NoError(t, err)
 }

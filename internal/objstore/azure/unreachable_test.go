@@ -17,7 +17,7 @@ func TestUnreachableEndpointIsMisconfigured(t *testing.T) {
 	srv := objstoretest.AzureServer{Endpoint: "http://" + objstoretest.ClosedAddr(t), Account: objstoretest.AzuriteAccount, Key: objstoretest.AzuriteKey, Container: "c"}
 	loc, err := objstore.ParseLocation("az://c/db")
 	require.NoError(t, err)
-	st, err := azure.Open(t.Context(), loc, srv.Options())
+	st, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	if err == nil {
 		_, err = st.Head(context.Background(), "k")
 	}

@@ -53,7 +53,7 @@ func openRecorded(t *testing.T, opts map[string]string) (objstoretest.AzureServe
 	loc, err := objstore.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
 	rec := &recorder{}
-	st, err := azure.Open(t.Context(), loc, opts, azure.WithTransport(rec))
+	st, err := azure.Open(t.Context(), loc, opts, objstore.OpenEnv{Transport: rec})
 	require.NoError(t, err)
 	return srv, st, rec
 }
@@ -155,7 +155,7 @@ func TestSecretsNotInErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			loc, err := objstore.ParseLocation(srv.URI("db"))
 			require.NoError(t, err)
-			st, err := azure.Open(t.Context(), loc, opts)
+			st, err := azure.Open(t.Context(), loc, opts, objstore.OpenEnv{})
 			require.NoError(t, err)
 			_, err = st.Put(t.Context(), "k", []byte("v"))
 			require.Error(t, err, "a bad credential must be refused")
@@ -216,11 +216,11 @@ func TestDirectoryBlobIsAFolder(t *testing.T) {
 	srv := objstoretest.Azure(t)
 	loc, err := objstore.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
-	plain, err := azure.Open(t.Context(), loc, srv.Options())
+	plain, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err)
 	_, err = plain.Put(t.Context(), "t.reaper-hold", nil)
 	require.NoError(t, err)
-	st, err := azure.Open(t.Context(), loc, srv.Options(), azure.WithTransport(folderMeta{name: "t.reaper-hold"}))
+	st, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{Transport: folderMeta{name: "t.reaper-hold"}})
 	require.NoError(t, err)
 	_, _, err = st.Get(t.Context(), "t.reaper-hold", 1<<10)
 	require.ErrorIs(t, err, objstore.ErrNotFound)

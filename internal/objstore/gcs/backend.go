@@ -1,8 +1,6 @@
 package gcs
 
 import (
-	"context"
-
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 )
@@ -18,24 +16,10 @@ func Backend() objstore.Backend {
 			_, err := gcsopt.Parse(options)
 			return err
 		},
-		Open:        openBackend,
+		Open:        objstore.Opener(Open),
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
 		// Date headers read to the second.
 		ClockResolution: objstore.TimeResolution,
 	}
-}
-
-// openBackend is Open for the registry: env's transport carries every
-// request.
-func openBackend(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (objstore.Store, error) {
-	var opts []Option
-	if env.Transport != nil {
-		opts = append(opts, WithTransport(env.Transport))
-	}
-	st, err := Open(ctx, loc, options, opts...)
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return st, nil
 }

@@ -15,17 +15,17 @@ func TestMain(m *testing.M) { objstoretest.Main(m) }
 
 // openTestStore opens a store on a fresh fake-gcs-server bucket under
 // prefix.
-func openTestStore(t *testing.T, prefix string, pageSize int, opts ...gcs.Option) (objstoretest.GCSServer, *gcs.Store) {
+func openTestStore(t *testing.T, prefix string, pageSize int) (objstoretest.GCSServer, *gcs.Store) {
 	t.Helper()
 	srv := objstoretest.GCS(t)
-	return srv, openOn(t, srv, prefix, pageSize, opts...)
+	return srv, openOn(t, srv, prefix, pageSize)
 }
 
-func openOn(t testing.TB, srv objstoretest.GCSServer, prefix string, pageSize int, opts ...gcs.Option) *gcs.Store {
+func openOn(t testing.TB, srv objstoretest.GCSServer, prefix string, pageSize int) *gcs.Store {
 	t.Helper()
 	loc, err := objstore.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
-	st, err := gcs.Open(t.Context(), loc, srv.Options(), opts...)
+	st, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err, "open %s", srv.URI(prefix))
 	st.PageSize = pageSize
 	t.Cleanup(func() { _ = st.Close() })

@@ -14,25 +14,13 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 )
 
-// Option adjusts how Open builds the client.
-type Option func(*openConfig)
-
-type openConfig struct {
-	transport http.RoundTripper
-}
-
-// WithTransport sends every request through rt (below authentication), so
-// callers can count requests or inject faults.
-func WithTransport(rt http.RoundTripper) Option {
-	return func(oc *openConfig) { oc.transport = rt }
-}
-
 // Open returns a store over a gs location. Storage options (see
 // gcsopt.Parse) pick the credentials; without them the client uses
 // Application Default Credentials. The client's own retries are off: a
 // retried conditional write may have landed, so retrying belongs in a
-// wrapper that knows the operation (IsTransient).
-func Open(ctx context.Context, loc objstore.Location, options map[string]string, opts ...Option) (*Store, error) {
+// wrapper that knows the operation (IsTransient). env's transport carries
+// every request, below authentication.
+func Open(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (*Store, error) {
 	if loc.Scheme != objstore.SchemeGS {
 		return nil, fmt.Errorf("open gcs store: %s is not a gs:// root", loc)
 	}
@@ -40,12 +28,8 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
-	var oc openConfig
-	for _, opt := range opts {
-		opt(&oc)
-	}
 	st := newStore(loc)
-	client, err := newClient(ctx, o, st.clock.RoundTripper(oc.transport))
+	client, err := newClient(ctx, o, st.clock.RoundTripper(env.Transport))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}

@@ -17,7 +17,7 @@ func TestUnreachableEndpointIsMisconfigured(t *testing.T) {
 	srv := objstoretest.GCSServer{Endpoint: "http://" + objstoretest.ClosedAddr(t), Bucket: "b"}
 	loc, err := objstore.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
-	st, err := gcs.Open(t.Context(), loc, srv.Options())
+	st, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	if err == nil {
 		t.Cleanup(func() { _ = st.Close() })
 		_, err = st.Head(context.Background(), "k")

@@ -58,7 +58,7 @@ func newWireStore(t *testing.T, handler func(w http.ResponseWriter, r *http.Requ
 	t.Cleanup(srv.Close)
 	loc, err := objstore.ParseLocation("gs://bkt/root")
 	require.NoError(t, err)
-	st, err := gcs.Open(t.Context(), loc, objstoretest.GCSServer{Endpoint: srv.URL}.Options())
+	st, err := gcs.Open(t.Context(), loc, objstoretest.GCSServer{Endpoint: srv.URL}.Options(), objstore.OpenEnv{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st, f
@@ -255,7 +255,7 @@ func TestDeleteBatchNotSentAfterAStop(t *testing.T) {
 	srv := objstoretest.GCS(t)
 	loc, err := objstore.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
-	st, err := gcs.Open(t.Context(), loc, srv.Options())
+	st, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err)
 	st.DeleteConcurrency = 1
 	keys := []string{"a", "b", "c", "d"}

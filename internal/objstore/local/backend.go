@@ -12,12 +12,8 @@ import (
 func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme: objstore.SchemeFile,
-		Open: func(_ context.Context, loc objstore.Location, _ map[string]string, _ objstore.OpenEnv) (objstore.Store, error) {
-			st, err := Open(loc.Path)
-			if err != nil {
-				return nil, err // not a typed nil in the interface
-			}
-			return st, nil
-		},
+		Open: objstore.Opener(func(_ context.Context, loc objstore.Location, _ map[string]string, _ objstore.OpenEnv) (*Store, error) {
+			return Open(loc.Path)
+		}),
 	}
 }

@@ -120,7 +120,7 @@ func newS3Root(t testing.TB) Root {
 		t.Helper()
 		loc, err := objstore.ParseLocation(uri)
 		require.NoError(t, err)
-		s, err := s3.Open(t.Context(), loc, srv.Options())
+		s, err := s3.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err, "open %s", uri)
 		return s
 	}
@@ -134,7 +134,7 @@ func newGCSRoot(t testing.TB) Root {
 		t.Helper()
 		loc, err := objstore.ParseLocation(uri)
 		require.NoError(t, err)
-		s, err := gcs.Open(t.Context(), loc, srv.Options())
+		s, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err, "open %s", uri)
 		return s
 	}
@@ -153,7 +153,7 @@ func newAzureRoot(t testing.TB) Root {
 		t.Helper()
 		loc, err := objstore.ParseLocation(uri)
 		require.NoError(t, err)
-		s, err := azure.Open(t.Context(), loc, srv.Options())
+		s, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err, "open %s", uri)
 		s.BatchSize = azuriteBatch
 		return s

@@ -1,8 +1,6 @@
 package s3
 
 import (
-	"context"
-
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
@@ -18,27 +16,10 @@ func Backend() objstore.Backend {
 			_, err := s3opt.Parse(options)
 			return err
 		},
-		Open:        openBackend,
+		Open:        objstore.Opener(Open),
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
 		// Last-Modified and Date are whole seconds.
 		ClockResolution: objstore.TimeResolution,
 	}
-}
-
-// openBackend is Open for the registry: env's transport carries every
-// request.
-func openBackend(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (objstore.Store, error) {
-	var opts []Option
-	if env.Transport != nil {
-		opts = append(opts, WithTransport(env.Transport))
-	}
-	if env.Logger != nil {
-		opts = append(opts, WithLogger(env.Logger))
-	}
-	st, err := Open(ctx, loc, options, opts...)
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return st, nil
 }

@@ -20,32 +20,6 @@ import (
 // chain name a region; S3-compatible servers mostly ignore it.
 const DefaultRegion = "us-east-1"
 
-// Option adjusts how Open builds the client.
-type Option func(*openConfig)
-
-type openConfig struct {
-	httpClient *http.Client
-	logger     *slog.Logger
-}
-
-// WithLogger receives, at debug level, the resolved region and endpoint and
-// the SDK's own log lines (which otherwise go to stderr unasked, such as
-// "WARN falling back to IMDSv1").
-func WithLogger(l *slog.Logger) Option {
-	return func(oc *openConfig) { oc.logger = l }
-}
-
-// WithHTTPClient sends every request through c, so callers can count
-// requests or inject faults in c.Transport.
-func WithHTTPClient(c *http.Client) Option {
-	return func(oc *openConfig) { oc.httpClient = c }
-}
-
-// WithTransport is WithHTTPClient with a client around rt.
-func WithTransport(rt http.RoundTripper) Option {
-	return WithHTTPClient(&http.Client{Transport: rt})
-}
-
 // Open returns a store over an s3 location. Storage options (see
 // s3opt.Parse) override the AWS SDK default chain: environment, shared
 // config and profile, web identity. The region falls back to DefaultRegion,
@@ -53,7 +27,11 @@ func WithTransport(rt http.RoundTripper) Option {
 // aws_virtual_hosted_style_request=true. The SDK's own retries are off: a
 // retried conditional write can land twice-seen as a precondition failure,
 // so retrying belongs in a wrapper that knows the operation (IsTransient).
-func Open(ctx context.Context, loc objstore.Location, options map[string]string, opts ...Option) (*Store, error) {
+// env's transport carries every request; its logger receives, at debug
+// level, the resolved region and endpoint and the SDK's own log lines
+// (which otherwise go to stderr unasked, such as "WARN falling back to
+// IMDSv1").
+func Open(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (*Store, error) {
 	if loc.Scheme != objstore.SchemeS3 {
 		return nil, fmt.Errorf("open s3 store: %s is not an s3:// root", loc)
 	}
@@ -61,15 +39,15 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
-	var oc openConfig
-	for _, opt := range opts {
-		opt(&oc)
-	}
-	log := oc.logger
+	log := env.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	client, regionFrom, err := newClient(ctx, o, oc.httpClient, log)
+	var httpClient *http.Client
+	if env.Transport != nil {
+		httpClient = &http.Client{Transport: env.Transport}
+	}
+	client, regionFrom, err := newClient(ctx, o, httpClient, log)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}

@@ -49,14 +49,14 @@ func TestOpenErrors(t *testing.T) {
 	fileLoc, err := objstore.ParseLocation("/tmp/x")
 	require.NoError(t, err)
 
-	_, err = s3.Open(t.Context(), fileLoc, nil)
+	_, err = s3.Open(t.Context(), fileLoc, nil, objstore.OpenEnv{})
 	require.ErrorContains(t, err, "not an s3:// root")
 
-	_, err = s3.Open(t.Context(), s3loc, map[string]string{"aws_secret_access_key": secret})
+	_, err = s3.Open(t.Context(), s3loc, map[string]string{"aws_secret_access_key": secret}, objstore.OpenEnv{})
 	require.ErrorContains(t, err, "open s3://bkt/p: ")
 	require.NotContains(t, err.Error(), secret)
 
-	st, err := s3.Open(t.Context(), s3loc, map[string]string{"aws_access_key_id": "AKID", "aws_secret_access_key": secret})
+	st, err := s3.Open(t.Context(), s3loc, map[string]string{"aws_access_key_id": "AKID", "aws_secret_access_key": secret}, objstore.OpenEnv{})
 	require.NoError(t, err)
 	require.Equal(t, "s3://bkt/p", st.URI())
 }

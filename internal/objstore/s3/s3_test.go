@@ -26,7 +26,7 @@ func openTestStore(t *testing.T, prefix string, pageSize int32) (objstoretest.S3
 	srv := objstoretest.S3(t)
 	loc, err := objstore.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
-	st, err := s3.Open(t.Context(), loc, srv.Options())
+	st, err := s3.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err, "open %s", srv.URI(prefix))
 	st.PageSize = pageSize
 	return srv, st
@@ -64,7 +64,7 @@ func TestPrefixIsolation(t *testing.T) {
 	open := func(prefix string) *s3.Store {
 		loc, err := objstore.ParseLocation(srv.URI(prefix))
 		require.NoError(t, err)
-		st, err := s3.Open(t.Context(), loc, srv.Options())
+		st, err := s3.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err)
 		return st
 	}

@@ -46,7 +46,7 @@ func (f *wire) requests() []wireReq {
 	return append([]wireReq(nil), f.reqs...)
 }
 
-// countingTransport counts round trips; it also proves WithTransport is used.
+// countingTransport counts round trips; it also proves the OpenEnv transport is used.
 type countingTransport struct {
 	mu sync.Mutex
 	n  int
@@ -74,7 +74,7 @@ func newWireStore(t *testing.T, respond func(w http.ResponseWriter, r wireReq)) 
 		"aws_access_key_id":     "AKIDWIRE",
 		"aws_secret_access_key": "wire-secret",
 		"aws_region":            "us-east-1",
-	}, s3.WithTransport(ct))
+	}, objstore.OpenEnv{Transport: ct})
 	require.NoError(t, err)
 	return st, f, ct
 }
@@ -338,7 +338,7 @@ func TestIsTransientNetwork(t *testing.T) {
 	st, err := s3.Open(t.Context(), loc, map[string]string{
 		"aws_endpoint": srv.URL, "allow_http": "true",
 		"aws_access_key_id": "AKID", "aws_secret_access_key": "secret",
-	})
+	}, objstore.OpenEnv{})
 	require.NoError(t, err)
 	_, err = st.Head(t.Context(), "k")
 	require.Error(t, err)
