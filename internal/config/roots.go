@@ -25,7 +25,7 @@ func DiscoverParent(pattern string) (objstore.Location, error) {
 	case parent == "" || parent == "file://":
 		parent += "/"
 	}
-	loc, err := objstore.ParseLocation(parent)
+	loc, err := all.ParseLocation(parent)
 	if err != nil {
 		return objstore.Location{}, fmt.Errorf("discover pattern %q: %w", pattern, err)
 	}
@@ -41,7 +41,7 @@ func (c Config) validateRoots(v *validator) {
 		if refuseCredentials(v, key+".uri", r.URI) {
 			continue
 		}
-		loc, err := objstore.ParseLocation(r.URI)
+		loc, err := all.ParseLocation(r.URI)
 		if err != nil {
 			v.add(key+".uri", r.URI, err.Error(), "fix the URI")
 			continue

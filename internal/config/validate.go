@@ -14,6 +14,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // ValidationError is one invalid setting: the dotted key, its value as
@@ -199,7 +200,7 @@ func (c Config) validateOutputs(v *validator) {
 		v.add("metrics.textfile", t, `the node-exporter textfile collector reads only *.prom files`, `name the file with a ".prom" suffix, or "" to turn it off`)
 	}
 	if a := c.Audit.Location; a != "" && !refuseCredentials(v, "audit.location", a) {
-		loc, err := objstore.ParseLocation(a)
+		loc, err := all.ParseLocation(a)
 		switch {
 		case err != nil:
 			v.add("audit.location", a, err.Error(), "use a local directory or an s3:// prefix (or gs://), or \"\" to turn the audit ledger off")

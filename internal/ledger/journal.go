@@ -43,7 +43,7 @@ type JournalOptions struct {
 
 func (o JournalOptions) locker(store objstore.Store) *lock.Locker {
 	res := objstore.TimeResolution
-	if loc, err := objstore.ParseLocation(store.URI()); err == nil {
+	if loc, err := all.ParseLocation(store.URI()); err == nil {
 		if r := all.Default().ClockResolution(loc.Scheme); r > 0 {
 			res = r
 		}

@@ -7,15 +7,16 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
-// CheckLocation checks the ledger location URI (an absolute path, file:// or
-// s3:// URI) and refuses one inside a table directory: a segment ending in
+// CheckLocation checks the ledger location URI (any root URI all.Default()
+// accepts) and refuses one inside a table directory: a segment ending in
 // ".lance" would put ledger files among a table's data, where a purge of
 // that table deletes them and Lance may trip over them.
 func CheckLocation(uri string) error {
-	loc, err := objstore.ParseLocation(uri)
+	loc, err := all.ParseLocation(uri)
 	if err != nil {
 		return fmt.Errorf("ledger location: %w", err)
 	}
@@ -32,7 +33,7 @@ func OpenLocation(ctx context.Context, uri string, storageOptions map[string]str
 	if err := CheckLocation(uri); err != nil {
 		return nil, err
 	}
-	if l, err := objstore.ParseLocation(uri); err == nil && l.Scheme == objstore.SchemeFile {
+	if l, err := all.ParseLocation(uri); err == nil && l.Path != "" { // a directory of this host
 		if err := os.MkdirAll(l.Path, 0o755); err != nil {
 			return nil, fmt.Errorf("ledger location %s: %w", l, err)
 		}

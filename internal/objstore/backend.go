@@ -9,14 +9,18 @@ import (
 
 // This file owns what a backend says about itself. Each backend package
 // exports one Backend value; the registry (package all) lists them, and
-// everything that used to know a backend by name (config validation and
-// redaction, the retry layer's error classification, the HTTP transport)
-// asks the descriptor instead.
+// whatever needs to know backends (root-URI parsing, help text, config
+// validation and redaction, the retry layer's error classification, the
+// HTTP transport) asks the descriptors, never a backend by name.
 
 // Backend describes one storage backend.
 type Backend struct {
-	// Scheme is the root-URI scheme the backend serves (see ParseLocation).
+	// Scheme names the backend: the Scheme of the Locations its forms
+	// parse.
 	Scheme Scheme
+	// Forms are the root-URI forms the backend serves, in the order help
+	// and errors list them; at least one.
+	Forms []URIForm
 	// Options are the storage option names the backend accepts; none means
 	// a root of this scheme takes no storage options.
 	Options []StorageOption

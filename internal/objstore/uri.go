@@ -1,45 +1,76 @@
 package objstore
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"strings"
 )
 
-// Scheme names a backend.
+// This file owns what every root URI has in common: how a URI finds the
+// form that parses it, the bucket/prefix grammar most backends share, and
+// the Location a form parses to. Each backend declares its own forms
+// (Backend.Forms); a form whose grammar is not scheme://bucket/prefix
+// brings its own Parse, and a Location that does not render as
+// scheme://bucket/prefix or scheme:///path brings its own Form.
+
+// Scheme names a backend: the Scheme of its Locations.
 type Scheme string
 
-const (
-	SchemeFile Scheme = "file"
-	SchemeS3   Scheme = "s3"
-	SchemeGS   Scheme = "gs"
-	// SchemeAzure is Azure Blob Storage: az://container/prefix, or the
-	// abfss://container@account.dfs.core.windows.net/prefix form Lance
-	// accepts too.
-	SchemeAzure Scheme = "az"
-)
+// URIForm is one way of writing a root URI of a backend.
+type URIForm struct {
+	// Prefix begins every URI of the form: "s3://", "abfss://", or "/" for
+	// a bare absolute path.
+	Prefix string
+	// Syntax is the form as help and errors show it: "s3://bucket/prefix".
+	Syntax string
+	// Parse parses a URI that begins with Prefix; its error says what is
+	// wrong in a few words (ParseLocation names the URI and the accepted
+	// forms). Nil parses scheme://bucket/prefix, the scheme being Prefix
+	// without "://" (ParseBucket).
+	Parse func(uri string) (Location, error)
+	// UserIsBucket says the form writes part of the location where a URL
+	// carries its user name (abfss://container@account...): a user name
+	// there is no credential. A password (user:password@) still is.
+	UserIsBucket bool
+}
+
+// BucketForm is the scheme://bucket/prefix form of a bucket backend.
+func BucketForm(scheme Scheme) URIForm {
+	return URIForm{Prefix: string(scheme) + "://", Syntax: string(scheme) + "://bucket/prefix"}
+}
 
 // Location is a parsed root URI.
 type Location struct {
+	// Scheme is the backend's.
 	Scheme Scheme
-	// Path is the absolute, cleaned directory for file roots.
+	// Path is the absolute, cleaned directory of a root on a file system
+	// (the local backend); "" for a root in a bucket.
 	Path string
-	// Bucket and Prefix are set for s3, gs and az roots (Bucket is an az
+	// Bucket and Prefix are set for a root in a bucket (Bucket is an Azure
 	// root's container); Prefix has no leading or trailing "/" ("" for the
 	// bucket root).
 	Bucket string
 	Prefix string
-	// Account is the Azure storage account an abfss:// root names; "" for
-	// az:// roots, whose account comes from the storage options.
-	Account string
+	// Form is set by a backend form that renders otherwise than
+	// scheme://bucket/prefix or scheme:///path (Azure's abfss://): it
+	// renders the location (String) and carries what the form names beside
+	// the bucket and prefix (an account). Nil for the plain forms. Its
+	// dynamic type must be comparable (a struct of strings), so that
+	// Locations compare with ==.
+	Form LocationForm
+}
+
+// LocationForm renders a Location in a backend's own URI form.
+type LocationForm interface {
+	URI(Location) string
 }
 
 // KeyPath is the location's path inside its store: the directory of a
 // file root, the key prefix of a bucket root. Rules about where a location
 // sits (inside a table?) read it, whatever the scheme.
 func (l Location) KeyPath() string {
-	if l.Scheme == SchemeFile {
+	if l.Path != "" {
 		return l.Path
 	}
 	return l.Prefix
@@ -47,7 +78,7 @@ func (l Location) KeyPath() string {
 
 // Child is the location of the child name (one path segment) of l.
 func (l Location) Child(name string) Location {
-	if l.Scheme == SchemeFile {
+	if l.Path != "" {
 		l.Path = strings.TrimSuffix(l.Path, "/") + "/" + name
 		return l
 	}
@@ -58,86 +89,111 @@ func (l Location) Child(name string) Location {
 	return l
 }
 
-// String renders the canonical URI.
+// String renders the canonical URI: the location's Form, else
+// scheme:///path (escaped, so that a path holding '%', '?', '#' or a space
+// parses back to the same directory), else scheme://bucket/prefix.
 func (l Location) String() string {
-	switch l.Scheme {
-	case SchemeS3:
-		if l.Prefix == "" {
-			return "s3://" + l.Bucket
-		}
-		return "s3://" + l.Bucket + "/" + l.Prefix
-	case SchemeGS:
-		if l.Prefix == "" {
-			return "gs://" + l.Bucket
-		}
-		return "gs://" + l.Bucket + "/" + l.Prefix
-	case SchemeAzure:
-		return azureString(l)
-	default:
-		// Escaped, so that a path holding '%', '?', '#' or a space parses
-		// back to the same directory (ParseLocation unescapes file URIs).
-		return (&url.URL{Scheme: "file", Path: l.Path}).String()
+	switch {
+	case l.Form != nil:
+		return l.Form.URI(l)
+	case l.Path != "":
+		return (&url.URL{Scheme: string(l.Scheme), Path: l.Path}).String()
+	case l.Prefix == "":
+		return string(l.Scheme) + "://" + l.Bucket
 	}
+	return string(l.Scheme) + "://" + l.Bucket + "/" + l.Prefix
 }
 
-const acceptedForms = "accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix, abfss://container@account.dfs.core.windows.net/prefix"
-
-// ParseLocation parses a root URI: "/abs/path", "file:///abs/path",
-// "s3://bucket/prefix", "gs://bucket/prefix", "az://container/prefix" or
-// "abfss://container@account.dfs.core.windows.net/prefix". Anything else is an error naming the URI and the
-// accepted forms.
-func ParseLocation(uri string) (Location, error) {
-	bad := func(why string) (Location, error) {
-		return Location{}, fmt.Errorf("root URI %q: %s (%s)", uri, why, acceptedForms)
+// ParseLocation parses uri with the form whose Prefix it begins with (the
+// longest, when several do). An error names the URI and lists the accepted
+// forms.
+func ParseLocation(uri string, forms []URIForm) (Location, error) {
+	bad := func(err error) (Location, error) {
+		return Location{}, fmt.Errorf("root URI %q: %w (accepted forms: %s)", uri, err, strings.Join(Syntaxes(forms), ", "))
 	}
-	switch {
-	case uri == "":
-		return bad("empty")
-	case strings.ContainsRune(uri, 0):
-		return bad("contains a NUL byte")
-	case strings.HasPrefix(uri, "/"):
-		return Location{Scheme: SchemeFile, Path: filepath.Clean(uri)}, nil
-	case strings.HasPrefix(uri, "file://"):
-		u, err := url.Parse(uri)
-		if err != nil {
-			return bad(err.Error())
+	if uri == "" {
+		return bad(errors.New("empty"))
+	}
+	if strings.ContainsRune(uri, 0) {
+		return bad(errors.New("contains a NUL byte"))
+	}
+	f, ok := FormOf(uri, forms)
+	if !ok {
+		if i := strings.Index(uri, "://"); i > 0 {
+			return bad(fmt.Errorf("unsupported scheme %q", uri[:i]))
 		}
-		if u.Host != "" && u.Host != "localhost" {
-			return bad("file URIs take no host; write file:///abs/path")
-		}
-		if strings.ContainsRune(u.Path, 0) {
-			return bad("contains a NUL byte (%00)")
-		}
-		if !strings.HasPrefix(u.Path, "/") {
-			return bad("file path must be absolute")
-		}
-		return Location{Scheme: SchemeFile, Path: filepath.Clean(u.Path)}, nil
-	case strings.HasPrefix(uri, "s3://"), strings.HasPrefix(uri, "gs://"):
-		scheme, rest, _ := strings.Cut(uri, "://")
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		if bucket == "" {
-			return bad("missing bucket")
-		}
-		if strings.ContainsAny(bucket, "?#") || strings.ContainsAny(prefix, "?#") {
-			return bad("query strings and fragments are not allowed")
-		}
-		prefix = strings.Trim(prefix, "/")
-		if prefix != "" {
-			if err := ValidateKey(prefix); err != nil {
-				return bad("prefix has an empty, \".\" or \"..\" segment")
+		for _, f := range forms {
+			if f.Prefix == "/" {
+				return bad(errors.New("relative paths are not accepted; use an absolute path"))
 			}
 		}
-		return Location{Scheme: Scheme(scheme), Bucket: bucket, Prefix: prefix}, nil
-	case strings.HasPrefix(uri, "az://"), strings.HasPrefix(uri, "abfss://"):
-		loc, why := parseAzure(uri)
-		if why != "" {
-			return bad(why)
-		}
-		return loc, nil
-	default:
-		if i := strings.Index(uri, "://"); i > 0 {
-			return bad(fmt.Sprintf("unsupported scheme %q", uri[:i]))
-		}
-		return bad("relative paths are not accepted; use an absolute path")
+		return bad(errors.New("not a URI"))
 	}
+	parse := f.Parse
+	if parse == nil {
+		scheme := Scheme(strings.TrimSuffix(f.Prefix, "://"))
+		parse = func(uri string) (Location, error) { return ParseBucket(scheme, uri) }
+	}
+	loc, err := parse(uri)
+	if err != nil {
+		return bad(err)
+	}
+	return loc, nil
+}
+
+// FormOf is the form of forms that parses uri: the one with the longest
+// Prefix uri begins with.
+func FormOf(uri string, forms []URIForm) (URIForm, bool) {
+	var best URIForm
+	found := false
+	for _, f := range forms {
+		if strings.HasPrefix(uri, f.Prefix) && (!found || len(f.Prefix) > len(best.Prefix)) {
+			best, found = f, true
+		}
+	}
+	return best, found
+}
+
+// Syntaxes lists the forms' syntaxes in order, for help and errors.
+func Syntaxes(forms []URIForm) []string {
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = f.Syntax
+	}
+	return out
+}
+
+// ParseBucket parses scheme://bucket/prefix: a bucket, then a prefix whose
+// leading and trailing "/" are dropped.
+func ParseBucket(scheme Scheme, uri string) (Location, error) {
+	rest, ok := strings.CutPrefix(uri, string(scheme)+"://")
+	if !ok {
+		return Location{}, fmt.Errorf("not a %s:// URI", scheme)
+	}
+	bucket, prefix, _ := strings.Cut(rest, "/")
+	if bucket == "" {
+		return Location{}, errors.New("missing bucket")
+	}
+	if strings.ContainsAny(bucket, "?#") || strings.ContainsAny(prefix, "?#") {
+		return Location{}, ErrQuery
+	}
+	prefix, err := CleanPrefix(prefix)
+	if err != nil {
+		return Location{}, err
+	}
+	return Location{Scheme: scheme, Bucket: bucket, Prefix: prefix}, nil
+}
+
+// ErrQuery refuses a root URI with a query string or a fragment: reaper
+// would drop it, and the root would name another place than the user wrote.
+var ErrQuery = errors.New("query strings and fragments are not allowed")
+
+// CleanPrefix drops a key prefix's leading and trailing "/" and checks the
+// rest is a valid key (or "").
+func CleanPrefix(prefix string) (string, error) {
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" && ValidateKey(prefix) != nil {
+		return "", errors.New(`prefix has an empty, "." or ".." segment`)
+	}
+	return prefix, nil
 }

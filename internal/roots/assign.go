@@ -4,7 +4,7 @@ import (
 	"hash/fnv"
 
 	"github.com/lance-reaper/reaper/internal/config"
-	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // Assign returns the roots shard index of count owns, in input order. Each
@@ -50,7 +50,7 @@ func Owner(uri string, count int) int {
 // uriHash is FNV-1a 64 of the canonical URI, so "/data/db",
 // "file:///data/db/" and "file:///data/db" hash alike.
 func uriHash(uri string) uint64 {
-	if loc, err := objstore.ParseLocation(uri); err == nil {
+	if loc, err := all.ParseLocation(uri); err == nil {
 		uri = loc.String()
 	}
 	f := fnv.New64a()

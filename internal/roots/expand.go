@@ -11,6 +11,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // OpenFunc opens the store of a root URI with its storage options
@@ -42,7 +43,7 @@ func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]config.Roo
 	byURI := map[string]config.Root{}
 	var errs []error
 	for _, r := range cfg.Roots {
-		loc, err := objstore.ParseLocation(r.URI)
+		loc, err := all.ParseLocation(r.URI)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("root %q: %w", r.URI, err))
 			continue

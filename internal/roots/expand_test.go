@@ -209,7 +209,7 @@ func TestExpandOnEveryBackend(t *testing.T) {
 		require.NoError(t, err)
 		var want []string
 		for _, child := range []string{"a-tables", "b-markers"} {
-			loc, err := objstore.ParseLocation(r.URI + "/tenants/" + child)
+			loc, err := all.ParseLocation(r.URI + "/tenants/" + child)
 			require.NoError(t, err)
 			want = append(want, loc.String())
 		}

@@ -54,7 +54,8 @@ func (f *flaky) Put(ctx context.Context, key string, body []byte) (objstore.Obje
 func memRegistry(t *testing.T, transient func(error) bool) *all.Registry {
 	r := all.NewRegistry()
 	require.NoError(t, r.Register(objstore.Backend{
-		Scheme: objstore.SchemeS3,
+		Scheme: "s3",
+		Forms:  []objstore.URIForm{objstore.BucketForm("s3")},
 		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
 			return memstore.New(), nil
 		},

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -239,7 +239,7 @@ func replicaRound(t *testing.T, seed uint64, offsets [replicas]time.Duration, sk
 
 // canonical is a root URI as the ledger records it.
 func canonical(t testing.TB, uri string) string {
-	loc, err := objstore.ParseLocation(uri)
+	loc, err := all.ParseLocation(uri)
 	require.NoError(t, err)
 	return loc.String()
 }

@@ -44,9 +44,16 @@ func Open(ctx context.Context, uri string, options map[string]string) (objstore.
 	return Default().Open(ctx, uri, options, objstore.OpenEnv{})
 }
 
+// ParseLocation parses a root URI in the forms of the default registry.
+func ParseLocation(uri string) (objstore.Location, error) {
+	return Default().ParseLocation(uri)
+}
+
 // Registry maps URI schemes to backends.
 type Registry struct {
 	backends map[objstore.Scheme]objstore.Backend
+	// order is the order of registration, which help and errors follow.
+	order []objstore.Scheme
 }
 
 // NewRegistry returns an empty registry; tests use it to register fakes.
@@ -54,17 +61,69 @@ func NewRegistry() *Registry {
 	return &Registry{backends: map[objstore.Scheme]objstore.Backend{}}
 }
 
-// Register adds a backend; a scheme registered twice, or a descriptor
-// without a scheme or an Open, is an error.
+// Register adds a backend. A scheme registered twice, a descriptor without
+// a scheme, an Open or a URI form, and a form another backend has are
+// errors.
 func (r *Registry) Register(b objstore.Backend) error {
 	switch {
-	case b.Scheme == "" || b.Open == nil:
-		return fmt.Errorf("register backend %q: scheme and Open are required", b.Scheme)
+	case b.Scheme == "" || b.Open == nil || len(b.Forms) == 0:
+		return fmt.Errorf("register backend %q: scheme, Open and at least one URI form are required", b.Scheme)
 	case r.has(b.Scheme):
 		return fmt.Errorf("register backend %q: already registered", b.Scheme)
 	}
+	if err := r.checkForms(b); err != nil {
+		return fmt.Errorf("register backend %q: %w", b.Scheme, err)
+	}
 	r.backends[b.Scheme] = b
+	r.order = append(r.order, b.Scheme)
 	return nil
+}
+
+// checkForms refuses a form without a prefix or syntax, a bucket form
+// (no Parse) whose prefix is not the backend's scheme://, and a prefix
+// already taken.
+func (r *Registry) checkForms(b objstore.Backend) error {
+	taken := map[string]bool{}
+	for _, f := range r.Forms() {
+		taken[f.Prefix] = true
+	}
+	for _, f := range b.Forms {
+		switch {
+		case f.Prefix == "" || f.Syntax == "":
+			return fmt.Errorf("URI form %q: prefix and syntax are required", f.Syntax)
+		case f.Parse == nil && f.Prefix != string(b.Scheme)+"://":
+			return fmt.Errorf("URI form %q: a form without Parse is %s://bucket/prefix", f.Syntax, b.Scheme)
+		case taken[f.Prefix]:
+			return fmt.Errorf("URI form %q: prefix %q is taken", f.Syntax, f.Prefix)
+		}
+		taken[f.Prefix] = true
+	}
+	return nil
+}
+
+// Backends lists the registered backends in the order of registration.
+func (r *Registry) Backends() []objstore.Backend {
+	out := make([]objstore.Backend, len(r.order))
+	for i, s := range r.order {
+		out[i] = r.backends[s]
+	}
+	return out
+}
+
+// Forms lists every backend's root-URI forms, in the order of
+// registration.
+func (r *Registry) Forms() []objstore.URIForm {
+	var out []objstore.URIForm
+	for _, b := range r.Backends() {
+		out = append(out, b.Forms...)
+	}
+	return out
+}
+
+// ParseLocation parses a root URI in the registered forms; an error names
+// the URI and lists them.
+func (r *Registry) ParseLocation(uri string) (objstore.Location, error) {
+	return objstore.ParseLocation(uri, r.Forms())
 }
 
 func (r *Registry) has(s objstore.Scheme) bool {
@@ -84,7 +143,7 @@ func (r *Registry) Schemes() []objstore.Scheme {
 
 // Resolve parses uri and returns its location and its scheme's backend.
 func (r *Registry) Resolve(uri string) (objstore.Location, objstore.Backend, error) {
-	loc, err := objstore.ParseLocation(uri)
+	loc, err := r.ParseLocation(uri)
 	if err != nil {
 		return loc, objstore.Backend{}, err
 	}

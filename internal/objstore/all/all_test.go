@@ -77,21 +77,72 @@ func TestOpenDispatch(t *testing.T) {
 	require.NoError(t, err, "put through the opened gcs store")
 }
 
+func openMemory(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
+	return memstore.New(), nil
+}
+
 func TestRegistry(t *testing.T) {
 	r := all.NewRegistry()
-	fake := objstore.Backend{
-		Scheme: objstore.SchemeFile,
-		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
-			return memstore.New(), nil
-		},
-	}
+	fake := objstore.Backend{Scheme: local.Scheme, Forms: local.Backend().Forms, Open: openMemory}
 	require.NoError(t, r.Register(fake))
 	require.ErrorContains(t, r.Register(fake), "already registered")
-	require.ErrorContains(t, r.Register(objstore.Backend{Scheme: "gs"}), "Open are required")
+	require.ErrorContains(t, r.Register(objstore.Backend{Scheme: "gs", Forms: []objstore.URIForm{objstore.BucketForm("gs")}}), "Open and at least one URI form are required")
+	require.ErrorContains(t, r.Register(objstore.Backend{Scheme: "gs", Open: openMemory}), "Open and at least one URI form are required")
 
 	_, err := r.Open(t.Context(), "s3://bkt", nil, objstore.OpenEnv{})
-	require.ErrorContains(t, err, `no backend for scheme "s3"`)
-	require.Equal(t, []objstore.Scheme{objstore.SchemeAzure, objstore.SchemeFile, objstore.SchemeGS, objstore.SchemeS3}, all.Default().Schemes())
+	require.ErrorContains(t, err, `unsupported scheme "s3" (accepted forms: /abs/path, file:///abs/path)`)
+	require.Equal(t, []objstore.Scheme{azure.Scheme, local.Scheme, gcs.Scheme, s3.Scheme}, all.Default().Schemes())
+}
+
+// TestRegisterForms: each form a backend declares is one the registry can
+// tell from every other, and a form without a parse hook is the backend's
+// own scheme://bucket/prefix.
+func TestRegisterForms(t *testing.T) {
+	parse := func(uri string) (objstore.Location, error) { return objstore.Location{Scheme: "x", Bucket: "b"}, nil }
+	for _, tc := range []struct {
+		name  string
+		forms []objstore.URIForm
+		want  string
+	}{
+		{"a bucket form of another scheme", []objstore.URIForm{objstore.BucketForm("y")}, `a form without Parse is x://bucket/prefix`},
+		{"a taken prefix", []objstore.URIForm{{Prefix: "s3://", Syntax: "s3://x", Parse: parse}}, `prefix "s3://" is taken`},
+		{"the same prefix twice", []objstore.URIForm{objstore.BucketForm("x"), {Prefix: "x://", Syntax: "x://b", Parse: parse}}, `prefix "x://" is taken`},
+		{"no syntax", []objstore.URIForm{{Prefix: "x://", Parse: parse}}, "prefix and syntax are required"},
+		{"a form of its own", []objstore.URIForm{{Prefix: "xa://", Syntax: "xa://b", Parse: parse}, objstore.BucketForm("x")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := all.NewRegistry()
+			require.NoError(t, r.Register(s3.Backend()))
+			err := r.Register(objstore.Backend{Scheme: "x", Forms: tc.forms, Open: openMemory})
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.Len(t, r.Forms(), 1+len(tc.forms))
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+			require.Equal(t, []objstore.Scheme{s3.Scheme}, r.Schemes(), "a refused backend is not registered")
+		})
+	}
+}
+
+// TestDefaultForms pins the root-URI forms reaper accepts, in the order
+// help text and errors list them, and the backend each parses to.
+func TestDefaultForms(t *testing.T) {
+	r := all.Default()
+	require.Equal(t, []string{"/abs/path", "file:///abs/path", "s3://bucket/prefix", "gs://bucket/prefix",
+		"az://container/prefix", "abfss://container@account.dfs.core.windows.net/prefix"}, objstore.Syntaxes(r.Forms()))
+	for uri, want := range map[string]objstore.Scheme{
+		"/data/db": local.Scheme, "file:///data/db": local.Scheme, "s3://b/db": s3.Scheme, "gs://b/db": gcs.Scheme,
+		"az://c/db": azure.Scheme, "abfss://c@acct.dfs.core.windows.net/db": azure.Scheme,
+	} {
+		loc, b, err := r.Resolve(uri)
+		require.NoError(t, err, uri)
+		require.Equal(t, want, loc.Scheme, uri)
+		require.Equal(t, want, b.Scheme, uri)
+		again, err := r.ParseLocation(loc.String())
+		require.NoError(t, err, "canonical URI of %s", uri)
+		require.Equal(t, loc, again, "%s names the same root as %s", loc, uri)
+	}
 }
 
 // TestOptionsFromDescriptors pins that validation and secrecy come from the
@@ -107,10 +158,10 @@ func TestOptionsFromDescriptors(t *testing.T) {
 	require.True(t, r.IsSecretOption(s3opt.SessionToken))
 	require.False(t, r.IsSecretOption(s3opt.AccessKeyID))
 	require.Equal(t, []string{"allow_http", "aws_access_key_id", "aws_endpoint", "aws_region", "aws_secret_access_key",
-		"aws_session_token", "aws_virtual_hosted_style_request"}, r.OptionNames(objstore.SchemeS3))
-	require.Empty(t, r.OptionNames(objstore.SchemeFile))
+		"aws_session_token", "aws_virtual_hosted_style_request"}, r.OptionNames(s3.Scheme))
+	require.Empty(t, r.OptionNames(local.Scheme))
 	require.Equal(t, []string{"allow_http", "google_application_credentials", "google_service_account",
-		"google_service_account_key"}, r.OptionNames(objstore.SchemeGS))
+		"google_service_account_key"}, r.OptionNames(gcs.Scheme))
 	require.True(t, r.IsSecretOption(gcsopt.ServiceAccountKey))
 	require.False(t, r.IsSecretOption(gcsopt.ServiceAccount), "a path, not a secret")
 	require.Equal(t, "applies to az://, gs:// and s3:// roots only", r.TakesOptions())
@@ -118,13 +169,12 @@ func TestOptionsFromDescriptors(t *testing.T) {
 	// A backend without its own CheckOptions accepts exactly its names.
 	fake := all.NewRegistry()
 	require.NoError(t, fake.Register(objstore.Backend{
-		Scheme:  objstore.SchemeS3,
+		Scheme:  s3.Scheme,
+		Forms:   []objstore.URIForm{objstore.BucketForm(s3.Scheme)},
 		Options: []objstore.StorageOption{{Name: "b"}, {Name: "a", Secret: true}},
-		Open: func(context.Context, objstore.Location, map[string]string, objstore.OpenEnv) (objstore.Store, error) {
-			return memstore.New(), nil
-		},
+		Open:    openMemory,
 	}))
-	require.NoError(t, fake.CheckOptions(objstore.SchemeS3, map[string]string{"a": "1", "b": "2"}))
-	require.EqualError(t, fake.CheckOptions(objstore.SchemeS3, map[string]string{"c": "1"}), `unknown storage option "c" (accepted: b, a)`)
+	require.NoError(t, fake.CheckOptions(s3.Scheme, map[string]string{"a": "1", "b": "2"}))
+	require.EqualError(t, fake.CheckOptions(s3.Scheme, map[string]string{"c": "1"}), `unknown storage option "c" (accepted: b, a)`)
 	require.True(t, fake.IsSecretOption("a"))
 }

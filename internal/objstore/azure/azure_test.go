@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { objstoretest.Main(m) }
 func openTestStore(t *testing.T, prefix string, pageSize int32) (objstoretest.AzureServer, *azure.Store) {
 	t.Helper()
 	srv := objstoretest.Azure(t)
-	loc, err := objstore.ParseLocation(srv.URI(prefix))
+	loc, err := all.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
 	st, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err, "open %s", srv.URI(prefix))

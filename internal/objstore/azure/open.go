@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/azure/azuri"
 )
 
 // Open returns a store over an az location. The account comes from the
@@ -25,7 +26,7 @@ import (
 // operation (IsTransient). env's transport carries every request, the
 // token requests of azidentity credentials too.
 func Open(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (*Store, error) {
-	if loc.Scheme != objstore.SchemeAzure {
+	if loc.Scheme != Scheme {
 		return nil, fmt.Errorf("open azure store: %s is not an az:// root", loc)
 	}
 	o, err := ParseOptions(options)
@@ -117,11 +118,12 @@ func tokenCredential(o Options, transport policy.Transporter) (azcore.TokenCrede
 
 // accountName resolves the storage account.
 func accountName(o Options, loc objstore.Location) (string, error) {
+	named := azuri.Account(loc)
 	switch {
-	case loc.Account != "" && o.AccountName != "" && loc.Account != o.AccountName:
-		return "", fmt.Errorf("storage option %s=%q names another account than the root URI (%q)", OptAccountName, o.AccountName, loc.Account)
-	case loc.Account != "":
-		return loc.Account, nil
+	case named != "" && o.AccountName != "" && named != o.AccountName:
+		return "", fmt.Errorf("storage option %s=%q names another account than the root URI (%q)", OptAccountName, o.AccountName, named)
+	case named != "":
+		return named, nil
 	case o.AccountName != "":
 		return o.AccountName, nil
 	case o.UseEmulator:

@@ -112,7 +112,7 @@ func TestSecretOptionsDeclared(t *testing.T) {
 	} {
 		require.Equal(t, want, r.IsSecretOption(name), "secret %s: got/want", name)
 	}
-	require.NoError(t, r.CheckOptions(objstore.SchemeAzure, map[string]string{"azure_storage_account_name": "a"}))
+	require.NoError(t, r.CheckOptions(azure.Scheme, map[string]string{"azure_storage_account_name": "a"}))
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -128,7 +128,7 @@ func TestOpenErrors(t *testing.T) {
 		{uri: "abfss://c@acct.dfs.core.windows.net/p", opts: map[string]string{"azure_storage_account_name": "other"}, wantErr: "names another account"},
 	} {
 		t.Run(tc.uri+" "+tc.wantErr, func(t *testing.T) {
-			loc, err := objstore.ParseLocation(tc.uri)
+			loc, err := all.ParseLocation(tc.uri)
 			require.NoError(t, err)
 			_, err = azure.Open(t.Context(), loc, tc.opts, objstore.OpenEnv{})
 			require.ErrorContains(t, err, tc.wantErr)
@@ -137,14 +137,14 @@ func TestOpenErrors(t *testing.T) {
 	}
 	// The account from the abfss:// host, a key from the options: no request
 	// is sent at Open.
-	loc, err := objstore.ParseLocation("abfss://c@acct.dfs.core.windows.net/p")
+	loc, err := all.ParseLocation("abfss://c@acct.dfs.core.windows.net/p")
 	require.NoError(t, err)
 	st, err := azure.Open(t.Context(), loc, map[string]string{"azure_storage_account_key": secret}, objstore.OpenEnv{})
 	require.NoError(t, err)
 	require.Equal(t, "abfss://c@acct.dfs.core.windows.net/p", st.URI())
 	// The account from the environment, as object_store reads it.
 	t.Setenv("AZURE_STORAGE_ACCOUNT_NAME", "envacct")
-	loc, err = objstore.ParseLocation("az://c")
+	loc, err = all.ParseLocation("az://c")
 	require.NoError(t, err)
 	_, err = azure.Open(t.Context(), loc, map[string]string{"azure_storage_account_key": secret}, objstore.OpenEnv{})
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -15,7 +16,7 @@ import (
 // the endpoint and the option that sets it, not a raw client chain.
 func TestUnreachableEndpointIsMisconfigured(t *testing.T) {
 	srv := objstoretest.AzureServer{Endpoint: "http://" + objstoretest.ClosedAddr(t), Account: objstoretest.AzuriteAccount, Key: objstoretest.AzuriteKey, Container: "c"}
-	loc, err := objstore.ParseLocation("az://c/db")
+	loc, err := all.ParseLocation("az://c/db")
 	require.NoError(t, err)
 	st, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	if err == nil {

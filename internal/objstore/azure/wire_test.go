@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -50,7 +51,7 @@ func openRecorded(t *testing.T, opts map[string]string) (objstoretest.AzureServe
 	if opts == nil {
 		opts = srv.Options()
 	}
-	loc, err := objstore.ParseLocation(srv.URI("db"))
+	loc, err := all.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
 	rec := &recorder{}
 	st, err := azure.Open(t.Context(), loc, opts, objstore.OpenEnv{Transport: rec})
@@ -153,7 +154,7 @@ func TestSecretsNotInErrors(t *testing.T) {
 			"azure_storage_account_key": sig + "=="},
 	} {
 		t.Run(name, func(t *testing.T) {
-			loc, err := objstore.ParseLocation(srv.URI("db"))
+			loc, err := all.ParseLocation(srv.URI("db"))
 			require.NoError(t, err)
 			st, err := azure.Open(t.Context(), loc, opts, objstore.OpenEnv{})
 			require.NoError(t, err)
@@ -214,7 +215,7 @@ func (f folderMeta) RoundTrip(req *http.Request) (*http.Response, error) {
 // _reaper does not read as a PAUSE object.
 func TestDirectoryBlobIsAFolder(t *testing.T) {
 	srv := objstoretest.Azure(t)
-	loc, err := objstore.ParseLocation(srv.URI("db"))
+	loc, err := all.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
 	plain, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err)

@@ -5,12 +5,17 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/gcs/gcsopt"
 )
 
+// Scheme is the Google Cloud Storage backend's: gs://bucket/prefix, as
+// Lance spells it.
+const Scheme objstore.Scheme = "gs"
+
 // Backend describes the Google Cloud Storage backend to the registry
 // (package all): its scheme, its storage options (the secret ones marked),
 // their validation, and the classification the retry layer uses.
 func Backend() objstore.Backend {
 	return objstore.Backend{
-		Scheme:  objstore.SchemeGS,
+		Scheme:  Scheme,
+		Forms:   []objstore.URIForm{objstore.BucketForm(Scheme)},
 		Options: gcsopt.StorageOptions(),
 		CheckOptions: func(options map[string]string) error {
 			_, err := gcsopt.Parse(options)

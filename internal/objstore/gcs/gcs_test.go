@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -23,7 +24,7 @@ func openTestStore(t *testing.T, prefix string, pageSize int) (objstoretest.GCSS
 
 func openOn(t testing.TB, srv objstoretest.GCSServer, prefix string, pageSize int) *gcs.Store {
 	t.Helper()
-	loc, err := objstore.ParseLocation(srv.URI(prefix))
+	loc, err := all.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
 	st, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err, "open %s", srv.URI(prefix))

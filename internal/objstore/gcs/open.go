@@ -21,7 +21,7 @@ import (
 // wrapper that knows the operation (IsTransient). env's transport carries
 // every request, below authentication.
 func Open(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (*Store, error) {
-	if loc.Scheme != objstore.SchemeGS {
+	if loc.Scheme != Scheme {
 		return nil, fmt.Errorf("open gcs store: %s is not a gs:// root", loc)
 	}
 	o, err := gcsopt.Parse(options)

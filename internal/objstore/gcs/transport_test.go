@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -24,7 +25,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // one per key of a batch; no hidden retries or extra reads.
 func TestOpenEnvTransportCarriesEveryRequest(t *testing.T) {
 	srv := objstoretest.GCS(t)
-	loc, err := objstore.ParseLocation(srv.URI("db"))
+	loc, err := all.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
 	rt := &countingTransport{}
 	st, err := gcs.Backend().Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{Transport: rt})

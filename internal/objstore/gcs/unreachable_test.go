@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -15,7 +16,7 @@ import (
 // the endpoint and where it is set, not a raw client chain.
 func TestUnreachableEndpointIsMisconfigured(t *testing.T) {
 	srv := objstoretest.GCSServer{Endpoint: "http://" + objstoretest.ClosedAddr(t), Bucket: "b"}
-	loc, err := objstore.ParseLocation(srv.URI("db"))
+	loc, err := all.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
 	st, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	if err == nil {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/api/googleapi"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -56,7 +57,7 @@ func newWireStore(t *testing.T, handler func(w http.ResponseWriter, r *http.Requ
 		handler(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	loc, err := objstore.ParseLocation("gs://bkt/root")
+	loc, err := all.ParseLocation("gs://bkt/root")
 	require.NoError(t, err)
 	st, err := gcs.Open(t.Context(), loc, objstoretest.GCSServer{Endpoint: srv.URL}.Options(), objstore.OpenEnv{})
 	require.NoError(t, err)
@@ -253,7 +254,7 @@ func (f *countFence) Allow() (time.Duration, error) {
 // another key.
 func TestDeleteBatchNotSentAfterAStop(t *testing.T) {
 	srv := objstoretest.GCS(t)
-	loc, err := objstore.ParseLocation(srv.URI("db"))
+	loc, err := all.ParseLocation(srv.URI("db"))
 	require.NoError(t, err)
 	st, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err)

@@ -11,7 +11,8 @@ import (
 // retrying: a full disk or a denied permission stays so.
 func Backend() objstore.Backend {
 	return objstore.Backend{
-		Scheme: objstore.SchemeFile,
+		Scheme: Scheme,
+		Forms:  forms(),
 		Open: objstore.Opener(func(_ context.Context, loc objstore.Location, _ map[string]string, _ objstore.OpenEnv) (*Store, error) {
 			return Open(loc.Path)
 		}),

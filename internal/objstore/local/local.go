@@ -135,7 +135,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 // URI is the file URI of the root directory, escaped like
 // objstore.Location.String so it parses back to the same directory.
 func (s *Store) URI() string {
-	return objstore.Location{Scheme: objstore.SchemeFile, Path: s.root}.String()
+	return objstore.Location{Scheme: Scheme, Path: s.root}.String()
 }
 
 // checkKey validates an object key. On top of the shared grammar it rejects

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/azure"
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -118,7 +119,7 @@ func newS3Root(t testing.TB) Root {
 	uri := srv.URI(RootPrefix)
 	open := func(t testing.TB) objstore.Store {
 		t.Helper()
-		loc, err := objstore.ParseLocation(uri)
+		loc, err := all.ParseLocation(uri)
 		require.NoError(t, err)
 		s, err := s3.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err, "open %s", uri)
@@ -132,7 +133,7 @@ func newGCSRoot(t testing.TB) Root {
 	uri := srv.URI(RootPrefix)
 	open := func(t testing.TB) objstore.Store {
 		t.Helper()
-		loc, err := objstore.ParseLocation(uri)
+		loc, err := all.ParseLocation(uri)
 		require.NoError(t, err)
 		s, err := gcs.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err, "open %s", uri)
@@ -151,7 +152,7 @@ func newAzureRoot(t testing.TB) Root {
 	uri := srv.URI(RootPrefix)
 	open := func(t testing.TB) objstore.Store {
 		t.Helper()
-		loc, err := objstore.ParseLocation(uri)
+		loc, err := all.ParseLocation(uri)
 		require.NoError(t, err)
 		s, err := azure.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err, "open %s", uri)

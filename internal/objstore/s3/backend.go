@@ -5,12 +5,16 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
 
+// Scheme is the S3 backend's: s3://bucket/prefix.
+const Scheme objstore.Scheme = "s3"
+
 // Backend describes the S3 backend to the registry (package all): its
 // scheme, its storage options (the secret ones marked), their validation,
 // and the classification the retry layer uses.
 func Backend() objstore.Backend {
 	return objstore.Backend{
-		Scheme:  objstore.SchemeS3,
+		Scheme:  Scheme,
+		Forms:   []objstore.URIForm{objstore.BucketForm(Scheme)},
 		Options: s3opt.StorageOptions(),
 		CheckOptions: func(options map[string]string) error {
 			_, err := s3opt.Parse(options)

@@ -32,7 +32,7 @@ const DefaultRegion = "us-east-1"
 // (which otherwise go to stderr unasked, such as "WARN falling back to
 // IMDSv1").
 func Open(ctx context.Context, loc objstore.Location, options map[string]string, env objstore.OpenEnv) (*Store, error) {
-	if loc.Scheme != objstore.SchemeS3 {
+	if loc.Scheme != Scheme {
 		return nil, fmt.Errorf("open s3 store: %s is not an s3:// root", loc)
 	}
 	o, err := s3opt.Parse(options)

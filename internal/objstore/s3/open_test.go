@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
 )
@@ -44,9 +45,9 @@ func TestNewClientDefaults(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	isolateAWSEnv(t)
-	s3loc, err := objstore.ParseLocation("s3://bkt/p")
+	s3loc, err := all.ParseLocation("s3://bkt/p")
 	require.NoError(t, err)
-	fileLoc, err := objstore.ParseLocation("/tmp/x")
+	fileLoc, err := all.ParseLocation("/tmp/x")
 	require.NoError(t, err)
 
 	_, err = s3.Open(t.Context(), fileLoc, nil, objstore.OpenEnv{})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { objstoretest.Main(m) }
 func openTestStore(t *testing.T, prefix string, pageSize int32) (objstoretest.S3Server, *s3.Store) {
 	t.Helper()
 	srv := objstoretest.S3(t)
-	loc, err := objstore.ParseLocation(srv.URI(prefix))
+	loc, err := all.ParseLocation(srv.URI(prefix))
 	require.NoError(t, err, "parse %s", srv.URI(prefix))
 	st, err := s3.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 	require.NoError(t, err, "open %s", srv.URI(prefix))
@@ -62,7 +63,7 @@ func TestConformanceUnderPrefix(t *testing.T) {
 func TestPrefixIsolation(t *testing.T) {
 	srv := objstoretest.S3(t)
 	open := func(prefix string) *s3.Store {
-		loc, err := objstore.ParseLocation(srv.URI(prefix))
+		loc, err := all.ParseLocation(srv.URI(prefix))
 		require.NoError(t, err)
 		st, err := s3.Open(t.Context(), loc, srv.Options(), objstore.OpenEnv{})
 		require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
@@ -66,7 +67,7 @@ func newWireStore(t *testing.T, respond func(w http.ResponseWriter, r wireReq)) 
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	ct := &countingTransport{}
-	loc, err := objstore.ParseLocation("s3://bkt/root")
+	loc, err := all.ParseLocation("s3://bkt/root")
 	require.NoError(t, err)
 	st, err := s3.Open(t.Context(), loc, map[string]string{
 		"aws_endpoint":          srv.URL,
@@ -334,7 +335,7 @@ func TestWireErrorMapping(t *testing.T) {
 func TestIsTransientNetwork(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close() // nothing listens any more: connection refused
-	loc, _ := objstore.ParseLocation("s3://bkt")
+	loc, _ := all.ParseLocation("s3://bkt")
 	st, err := s3.Open(t.Context(), loc, map[string]string{
 		"aws_endpoint": srv.URL, "allow_http": "true",
 		"aws_access_key_id": "AKID", "aws_secret_access_key": "secret",

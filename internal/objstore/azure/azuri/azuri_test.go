@@ -1,4 +1,4 @@
-package objstore_test
+package azuri_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/azure/azuri"
 )
 
 func TestParseLocationAzure(t *testing.T) {
@@ -15,17 +16,17 @@ func TestParseLocationAzure(t *testing.T) {
 		canon   string
 		wantErr string // substring; the error always lists the accepted forms
 	}{
-		{uri: "az://lake", want: objstore.Location{Scheme: objstore.SchemeAzure, Bucket: "lake"}, canon: "az://lake"},
-		{uri: "az://lake/", want: objstore.Location{Scheme: objstore.SchemeAzure, Bucket: "lake"}, canon: "az://lake"},
-		{uri: "az://lake/db/prod/", want: objstore.Location{Scheme: objstore.SchemeAzure, Bucket: "lake", Prefix: "db/prod"}, canon: "az://lake/db/prod"},
+		{uri: "az://lake", want: objstore.Location{Scheme: azuri.Scheme, Bucket: "lake"}, canon: "az://lake"},
+		{uri: "az://lake/", want: objstore.Location{Scheme: azuri.Scheme, Bucket: "lake"}, canon: "az://lake"},
+		{uri: "az://lake/db/prod/", want: objstore.Location{Scheme: azuri.Scheme, Bucket: "lake", Prefix: "db/prod"}, canon: "az://lake/db/prod"},
 		{
 			uri:   "abfss://lake@acct.dfs.core.windows.net/db",
-			want:  objstore.Location{Scheme: objstore.SchemeAzure, Bucket: "lake", Account: "acct", Prefix: "db"},
+			want:  objstore.Location{Scheme: azuri.Scheme, Bucket: "lake", Prefix: "db", Form: azuri.ABFSS{Account: "acct"}},
 			canon: "abfss://lake@acct.dfs.core.windows.net/db",
 		},
 		{
 			uri:   "abfss://lake@acct.blob.core.windows.net",
-			want:  objstore.Location{Scheme: objstore.SchemeAzure, Bucket: "lake", Account: "acct"},
+			want:  objstore.Location{Scheme: azuri.Scheme, Bucket: "lake", Form: azuri.ABFSS{Account: "acct"}},
 			canon: "abfss://lake@acct.dfs.core.windows.net",
 		},
 		{uri: "az://", wantErr: "missing container"},
@@ -40,7 +41,7 @@ func TestParseLocationAzure(t *testing.T) {
 		{uri: "azure://lake/db", wantErr: `unsupported scheme "azure"`},
 	} {
 		t.Run(tc.uri, func(t *testing.T) {
-			loc, err := objstore.ParseLocation(tc.uri)
+			loc, err := objstore.ParseLocation(tc.uri, azuri.Forms())
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				require.ErrorContains(t, err, "az://container/prefix", "the error names the supported form")
@@ -50,6 +51,7 @@ func TestParseLocationAzure(t *testing.T) {
 			require.Equal(t, tc.want, loc, "location: got/want")
 			require.Equal(t, tc.canon, loc.String(), "canonical URI: got/want")
 			require.Equal(t, tc.want.Prefix, loc.KeyPath(), "an az root's key path is its prefix")
+			require.Equal(t, azuri.Account(tc.want), azuri.Account(loc), "account")
 		})
 	}
 }
