@@ -96,12 +96,19 @@ func (c Config) validateLeaseFor(v *validator, schemes map[objstore.Scheme]bool)
 // refuseCredentials refuses a location URI with userinfo
 // (s3://KEY:SECRET@bucket/prefix): the URI is a root's name in logs, the
 // textfile, the ledger and the root label pushed to a shared Pushgateway,
-// so a secret in it would leak everywhere. The error shows the URI with
-// the userinfo masked. It reports whether uri was refused.
+// so a secret in it would leak everywhere. A form that writes its bucket
+// where a URL's user name goes (abfss://container@account...) keeps it,
+// but not a password. The error shows the URI with the userinfo masked.
+// It reports whether uri was refused.
 func refuseCredentials(v *validator, key, uri string) bool {
 	u, err := url.Parse(uri)
 	if err != nil || u.User == nil {
 		return false
+	}
+	if _, password := u.User.Password(); !password {
+		if f, ok := objstore.FormOf(uri, all.Default().Forms()); ok && f.UserIsBucket {
+			return false
+		}
 	}
 	u.User = url.User(RedactedValue)
 	v.add(key, u.String(), "credentials in a location URI are refused: the URI is printed in logs and metric labels",

@@ -30,3 +30,34 @@ func TestCredentialsInLocationURIsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// An abfss:// root writes its container where a URL carries a user name
+// (abfss://container@account.dfs.core.windows.net/prefix): that is no
+// credential, and the root is accepted wherever a root is. A password
+// there still is one.
+func TestABFSSContainerIsNoCredential(t *testing.T) {
+	const uri = "abfss://lake@acct.dfs.core.windows.net/db"
+	for _, tc := range []struct {
+		key string
+		set func(c *Config, uri string)
+	}{
+		{"roots[0].uri", func(c *Config, uri string) { c.Roots = []Root{{URI: uri}} }},
+		{"discover[0].uri", func(c *Config, uri string) { c.Discover = []Root{{URI: uri + "/*/"}} }},
+		{"audit.location", func(c *Config, uri string) { c.Audit.Location = uri + "-audit" }},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			c := Default()
+			tc.set(&c, uri)
+			require.NoError(t, c.Validate())
+
+			c = Default()
+			tc.set(&c, "abfss://lake:SeCrEt@acct.dfs.core.windows.net/db")
+			err := c.Validate()
+			require.ErrorContains(t, err, tc.key)
+			require.ErrorContains(t, err, "credentials in a location URI are refused")
+			require.NotContains(t, err.Error(), "SeCrEt")
+		})
+	}
+	require.NoError(t, CheckNoCredentials("--root", uri))
+	require.Error(t, CheckNoCredentials("--root", "s3://lake@bucket/db"), "a user name in an s3:// URI is still refused")
+}
