@@ -25,10 +25,10 @@ const defaultAuditSince = 24 * time.Hour
 // may be filled from the config file instead of flags.
 type auditOptions struct {
 	globalOptions
-	// Location is the ledger's URI: /abs/path, file:///abs/path or
-	// s3://bucket/prefix or gs://bucket/prefix; a relative path is made absolute.
+	// Location is the ledger's URI, in a form of all.Default() (rootUsage);
+	// a relative path is made absolute.
 	Location string
-	// StorageOptions are key=value pairs for an s3:// or gs:// location.
+	// StorageOptions are key=value pairs for a location that takes them.
 	StorageOptions []string
 	// Since is how far back to look; zero means defaultAuditSince.
 	Since time.Duration
@@ -42,9 +42,8 @@ type auditOptions struct {
 func (o *auditOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConfigPath, "config", "", "take the location from audit.location of this configuration file")
 	fs.StringVar(&o.Location, "location", "",
-		"ledger location (required): /abs/path, file:///abs/path, s3://bucket/prefix or gs://bucket/prefix, outside every table directory")
-	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
-		"storage option key=value for an s3:// or gs:// location, repeatable (e.g. aws_region=us-east-1)")
+		"ledger location (required): "+rootUsage()+", outside every table directory")
+	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil, storageOptionUsage("locations"))
 	fs.Var(newDurationValue(&o.Since, defaultAuditSince), "since",
 		"show rows of tables finished within this long before now, e.g. 24h, 7d, 1d12h")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")

@@ -18,25 +18,22 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
-const rootLong = `reaper drops, revives, inspects and purges the tables of a Lance / LanceDB
+// rootLong is `reaper --help`; its part about roots and storage options
+// comes from the backend registry (storehelp.go).
+func rootLong() string {
+	return rootIntro + "\n\n" + storesHelp(all.Default()) + "\n\n" + rootRest
+}
+
+const rootIntro = `reaper drops, revives, inspects and purges the tables of a Lance / LanceDB
 database root with Lance's soft-delete protocol: drop writes <root>/<name>.deleted
 and keeps the data; purge reclaims <root>/<name>.lance/ once the marker's TTL
-has passed, under a lease that holds across processes and machines.
+has passed, under a lease that holds across processes and machines.`
 
-Roots (--root): /abs/path, file:///abs/path or s3://bucket/prefix. A relative
-path such as ./data is made absolute before it is opened. S3 settings come
-from repeated --storage-option key=value (Lance's names: aws_endpoint,
-aws_region, aws_access_key_id, aws_secret_access_key, aws_session_token,
-allow_http, aws_virtual_hosted_style_request), else from the AWS SDK chain.
-Google Cloud Storage roots are gs://bucket/prefix; their options are
-google_service_account (a key file), google_service_account_key (the key
-JSON, secret), google_application_credentials and allow_http, else
-Application Default Credentials (GKE workload identity included).
-
-Durations (--ttl, --default-ttl, --skew-allowance) are Go durations (90m,
+const rootRest = `Durations (--ttl, --default-ttl, --skew-allowance) are Go durations (90m,
 36h) or days (7d, 1.5d, 1d12h), and must be positive.
 
 EXIT STATUS
@@ -107,7 +104,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "reaper",
 		Short:         "Soft-delete, revive and purge tables of Lance / LanceDB databases",
-		Long:          rootLong,
+		Long:          rootLong(),
 		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -210,9 +207,8 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 // root; g is copied in when the command runs.
 func (o *storeOptions) registerStore(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Root, "root", "",
-		"database root (required unless REAPER_ROOTS names one): /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix or az://container/prefix; a relative path is made absolute")
-	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil,
-		"storage option key=value for s3://, gs:// and az:// roots, repeatable (e.g. aws_region=us-east-1)")
+		"database root (required unless REAPER_ROOTS names one): "+rootUsage()+"; a relative path is made absolute")
+	fs.StringArrayVar(&o.StorageOptions, "storage-option", nil, storageOptionUsage("roots"))
 }
 
 // logger builds the stderr logger from --log-format and --log-level. Lines

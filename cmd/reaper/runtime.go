@@ -47,7 +47,7 @@ func (f *passFlags) register(fs *pflag.FlagSet) {
 	f.flags = fs
 	if r := fs.Lookup("root"); r != nil {
 		// Optional here: the roots may come from --config or REAPER_ROOTS.
-		r.Usage = "database root: /abs/path, file:///abs/path or s3://bucket/prefix (a relative path is made absolute); replaces the roots and discover patterns of --config and REAPER_ROOTS"
+		r.Usage = "database root: " + rootUsage() + " (a relative path is made absolute); replaces the roots and discover patterns of --config and REAPER_ROOTS"
 	}
 	fs.StringVar(&f.ConfigPath, "config", "", "configuration file (see config/reaper.yaml); --root replaces its roots and discover patterns")
 	fs.StringArrayVar(&f.Sets, "set", nil, "override one configuration key, e.g. --set limits.table_concurrency=8 (repeatable)")

@@ -59,11 +59,12 @@ type Defaults struct {
 
 // Root is one database root or discovery pattern.
 type Root struct {
-	// URI: /abs/path, file:///abs/path, s3://bucket/prefix or
-	// gs://bucket/prefix or az://container/prefix; in Discover,
+	// URI is a root URI in one of the forms the backends declare
+	// (all.Default().FormList(), listed by `reaper --help`); in Discover,
 	// the last path segment may be "*" (s3://bucket/tenants/*/, /data/*/).
 	URI string `yaml:"uri"`
-	// StorageOptions are Lance's names (aws_endpoint, aws_region, ...).
+	// StorageOptions are the options of the URI's backend, by Lance's
+	// names (its descriptor's Options).
 	StorageOptions map[string]string `yaml:"storage_options"`
 	// Listing is never configured: discovery (roots.Expand, once per pass)
 	// sets it to the discovered root's listing, which the pass plans from
@@ -148,8 +149,8 @@ type Metrics struct {
 
 // Audit is the Parquet ledger, one file per pass.
 type Audit struct {
-	// Location is a local directory or an s3://, gs:// or az:// prefix ("" = off); never
-	// inside a table directory.
+	// Location is a URI in a root's form (a local directory, a bucket
+	// prefix); "" = off; never inside a table directory.
 	Location       string            `yaml:"location"`
 	StorageOptions map[string]string `yaml:"storage_options"`
 }

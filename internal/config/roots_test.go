@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // A location URI with credentials is refused, and the error does not
@@ -60,4 +62,22 @@ func TestABFSSContainerIsNoCredential(t *testing.T) {
 	}
 	require.NoError(t, CheckNoCredentials("--root", uri))
 	require.Error(t, CheckNoCredentials("--root", "s3://lake@bucket/db"), "a user name in an s3:// URI is still refused")
+}
+
+// A bad location names every form a backend declares, in roots and in
+// audit.location alike: the list comes from the registry, so a new backend
+// cannot be missing from it.
+func TestBadLocationListsEveryForm(t *testing.T) {
+	for key, set := range map[string]func(c *Config){
+		"roots[0].uri":   func(c *Config) { c.Roots = []Root{{URI: "relative/db"}} },
+		"audit.location": func(c *Config) { c.Audit.Location = "relative/audit" },
+	} {
+		c := Default()
+		set(&c)
+		err := c.Validate()
+		require.ErrorContains(t, err, key)
+		for _, f := range all.Default().Forms() {
+			require.ErrorContains(t, err, f.Syntax, key)
+		}
+	}
 }

@@ -203,7 +203,7 @@ func (c Config) validateOutputs(v *validator) {
 		loc, err := all.ParseLocation(a)
 		switch {
 		case err != nil:
-			v.add("audit.location", a, err.Error(), "use a local directory or an s3:// prefix (or gs://), or \"\" to turn the audit ledger off")
+			v.add("audit.location", a, err.Error(), "write it in one of the accepted forms, or \"\" to turn the audit ledger off")
 		case insideTable(loc):
 			v.add("audit.location", a, "inside a table directory (a path segment ends in .lance)",
 				"put the ledger outside every table, e.g. next to the database root: purges would delete it")

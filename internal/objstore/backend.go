@@ -21,9 +21,15 @@ type Backend struct {
 	// Forms are the root-URI forms the backend serves, in the order help
 	// and errors list them; at least one.
 	Forms []URIForm
+	// Name is what the backend stores in, as help names it: "Google Cloud
+	// Storage".
+	Name string
 	// Options are the storage option names the backend accepts; none means
 	// a root of this scheme takes no storage options.
 	Options []StorageOption
+	// DefaultCredentials says, for help, where the backend's credentials
+	// come from when no storage option gives them ("" without options).
+	DefaultCredentials string
 	// CheckOptions validates a set of storage options strictly (unknown
 	// names, malformed values), without opening anything. Values of secret
 	// options never appear in its errors. Nil accepts exactly the names in
@@ -52,6 +58,9 @@ type StorageOption struct {
 	Name string
 	// Secret values never reach logs, errors or printed configuration.
 	Secret bool
+	// AliasOf is the option this name is another spelling of (object_store
+	// accepts several); help lists the canonical names only.
+	AliasOf string
 }
 
 // OpenEnv is what the caller lends a backend at Open, beyond the URI and

@@ -64,10 +64,7 @@ func SchemeForms(schemes []objstore.Scheme) string {
 	for i, s := range schemes {
 		forms[i] = string(s) + "://"
 	}
-	if len(forms) < 2 {
-		return strings.Join(forms, "")
-	}
-	return strings.Join(forms[:len(forms)-1], ", ") + " and " + forms[len(forms)-1]
+	return JoinList(forms, "and")
 }
 
 // OptionNames lists the storage option names scheme accepts, in the

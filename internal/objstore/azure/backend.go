@@ -15,7 +15,10 @@ func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme:  Scheme,
 		Forms:   azuri.Forms(),
+		Name:    "Azure Blob Storage",
 		Options: storageOptions(),
+		// What tokenCredential falls back to.
+		DefaultCredentials: "DefaultAzureCredential (environment, AKS workload identity, managed identity, Azure CLI)",
 		CheckOptions: func(options map[string]string) error {
 			_, err := ParseOptions(options)
 			return err

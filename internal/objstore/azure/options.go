@@ -57,7 +57,7 @@ func storageOptions() []objstore.StorageOption {
 	slices.Sort(names)
 	out := make([]objstore.StorageOption, len(names))
 	for i, n := range names {
-		out[i] = objstore.StorageOption{Name: n, Secret: slices.Contains(secret, canonical(n))}
+		out[i] = objstore.StorageOption{Name: n, Secret: slices.Contains(secret, canonical(n)), AliasOf: aliases[n]}
 	}
 	return out
 }

@@ -16,7 +16,10 @@ func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme:  Scheme,
 		Forms:   []objstore.URIForm{objstore.BucketForm(Scheme)},
+		Name:    "Google Cloud Storage",
 		Options: gcsopt.StorageOptions(),
+		// What credentialOptions leaves to the auth library.
+		DefaultCredentials: "Application Default Credentials (GKE workload identity included)",
 		CheckOptions: func(options map[string]string) error {
 			_, err := gcsopt.Parse(options)
 			return err

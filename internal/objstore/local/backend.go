@@ -13,6 +13,7 @@ func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme: Scheme,
 		Forms:  forms(),
+		Name:   "local directories",
 		Open: objstore.Opener(func(_ context.Context, loc objstore.Location, _ map[string]string, _ objstore.OpenEnv) (*Store, error) {
 			return Open(loc.Path)
 		}),

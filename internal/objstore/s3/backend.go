@@ -15,7 +15,10 @@ func Backend() objstore.Backend {
 	return objstore.Backend{
 		Scheme:  Scheme,
 		Forms:   []objstore.URIForm{objstore.BucketForm(Scheme)},
+		Name:    "Amazon S3 and S3-compatible stores",
 		Options: s3opt.StorageOptions(),
+		// What newClient's config.LoadDefaultConfig reads.
+		DefaultCredentials: "the AWS SDK chain (environment, shared config and profile, web identity)",
 		CheckOptions: func(options map[string]string) error {
 			_, err := s3opt.Parse(options)
 			return err
