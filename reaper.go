@@ -1,7 +1,8 @@
 // Package reaper is the embeddable API of reaper, the purge-and-retention
 // worker for Lance / LanceDB databases. Open a database root (a local
-// directory or an s3:// prefix) and drop, revive, inspect, hold and purge its
-// tables with the same soft-delete protocol Lance uses: drop writes
+// directory, /abs/path or file:///abs/path, or a prefix in S3 (s3://),
+// Google Cloud Storage (gs://) or Azure Blob Storage (az://, abfss://)) and
+// drop, revive, inspect, hold and purge its tables with the same soft-delete protocol Lance uses: drop writes
 // <root>/<name>.deleted, purge reclaims <root>/<name>.lance/ once the marker's
 // TTL has passed, under a lease that holds across processes and machines.
 // PurgeRoots runs a whole pass over many roots with every safety rail of the
@@ -157,10 +158,21 @@ const (
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {
-	// StorageOptions are Lance's storage option names for s3:// roots
-	// (aws_endpoint, aws_region, aws_access_key_id, aws_secret_access_key,
-	// aws_session_token, allow_http, aws_virtual_hosted_style_request).
-	// Without them the AWS SDK default chain applies.
+	// StorageOptions are the root's storage options, by the names Lance
+	// takes (unknown names are an error; local roots take none):
+	//   - s3://: allow_http, aws_access_key_id, aws_endpoint, aws_region,
+	//     aws_secret_access_key, aws_session_token,
+	//     aws_virtual_hosted_style_request; without them, the AWS SDK
+	//     default chain.
+	//   - gs://: allow_http, google_application_credentials,
+	//     google_service_account, google_service_account_key; without them,
+	//     Application Default Credentials.
+	//   - az:// and abfss://: allow_http, azure_client_id,
+	//     azure_client_secret, azure_federated_token_file,
+	//     azure_storage_account_key, azure_storage_account_name,
+	//     azure_storage_endpoint, azure_storage_sas_key,
+	//     azure_storage_use_emulator, azure_tenant_id (and object_store's
+	//     other spellings of them); without them, DefaultAzureCredential.
 	StorageOptions map[string]string
 	// DefaultTTL for drops without a TTL and markers without ttl_ms (7 days).
 	DefaultTTL time.Duration
@@ -195,8 +207,10 @@ type Namespace struct {
 	ns *lifecycle.Namespace
 }
 
-// Open opens the database root at rootURI: "/abs/path", "file:///abs/path"
-// or "s3://bucket/prefix". It does not list the root; the first call does.
+// Open opens the database root at rootURI: "/abs/path", "file:///abs/path",
+// "s3://bucket/prefix", "gs://bucket/prefix", "az://container/prefix" or
+// "abfss://container@account.dfs.core.windows.net/prefix". It does not list
+// the root; the first call does.
 // The store it opens is the one the reaper CLI uses: transient failures are
 // retried with backoff, throttling slows this Namespace down, and every call
 // is counted and traced when Options ask for it.
