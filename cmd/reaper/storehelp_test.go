@@ -26,9 +26,11 @@ func TestHelpNamesEveryBackend(t *testing.T) {
 		require.Contains(t, help, f.Syntax)
 	}
 	for _, b := range all.Default().Backends() {
+		require.NotEmpty(t, b.Name, "backend %q: help names it by its descriptor's Name", b.Scheme)
 		if len(b.Options) == 0 {
 			continue
 		}
+		require.NotEmpty(t, b.DefaultCredentials, "backend %q: help says where its credentials come from without options", b.Scheme)
 		require.Contains(t, help, b.Name, "backend %q", b.Scheme)
 		require.Contains(t, help, b.DefaultCredentials, "backend %q", b.Scheme)
 		for _, o := range b.Options {

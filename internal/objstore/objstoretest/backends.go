@@ -27,6 +27,10 @@ const RootPrefix = "lancedb/prod/"
 // Backend makes fresh roots on one kind of store.
 type Backend struct {
 	Name string
+	// Scheme is the registry backend (all.Default) its roots are of; ""
+	// for the memory store, which no root URI names. Every registered
+	// scheme has an entry in Backends (all_test.go checks it).
+	Scheme objstore.Scheme
 	// NewRoot makes a fresh, empty root for t. On S3 each call is a new
 	// bucket of the test server (the test skips without a server, or fails
 	// when REAPER_REQUIRE_S3=1).
@@ -68,16 +72,16 @@ var (
 	// I/O noise. Its roots cannot be shared with another process.
 	Memory = Backend{Name: "memory", NewRoot: newMemoryRoot}
 	// Local is the local filesystem, each root a directory of its own.
-	Local = Backend{Name: "local", NewRoot: newLocalRoot}
+	Local = Backend{Name: "local", Scheme: local.Scheme, NewRoot: newLocalRoot}
 	// S3Store is a real S3 server (versitygw, see S3), each root under
 	// RootPrefix of a fresh bucket.
-	S3Store = Backend{Name: "s3", NewRoot: newS3Root}
+	S3Store = Backend{Name: "s3", Scheme: s3.Scheme, NewRoot: newS3Root}
 	// GCSStore is a GCS emulator (fake-gcs-server, see GCS), each root
 	// under RootPrefix of a fresh bucket.
-	GCSStore = Backend{Name: "gcs", NewRoot: newGCSRoot}
+	GCSStore = Backend{Name: "gcs", Scheme: gcs.Scheme, NewRoot: newGCSRoot}
 	// AzureStore is an Azure Blob emulator (Azurite, see Azure), each root
 	// under RootPrefix of a fresh container.
-	AzureStore = Backend{Name: "azure", NewRoot: newAzureRoot}
+	AzureStore = Backend{Name: "azure", Scheme: azure.Scheme, NewRoot: newAzureRoot}
 )
 
 // Backends are every backend, memory first.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -21,6 +22,11 @@ func TestBackendsOpenFreshSharedRoots(t *testing.T) {
 		r := b.NewRoot(t)
 		require.Equal(t, b.Name, r.Backend)
 		require.NotEmpty(t, r.URI)
+		if b.Scheme != "" {
+			loc, err := all.ParseLocation(r.URI)
+			require.NoError(t, err)
+			require.Equal(t, b.Scheme, loc.Scheme, "the root's URI is of the backend's scheme")
+		}
 		s := r.Open(t)
 		require.Empty(t, storeKeys(t, s), "a fresh root is empty")
 		_, err := s.Put(t.Context(), "t.lance/_versions/1.manifest", []byte("m"))
@@ -41,7 +47,13 @@ func TestBackendsOpenFreshSharedRoots(t *testing.T) {
 			require.Equal(t, "az://"+r.Azure.Container+"/lancedb/prod", r.URI)
 		}
 	})
-	require.Equal(t, []string{"memory", "local", "s3", "gcs", "azure"}, names)
+	var want []string
+	for _, b := range Backends() {
+		want = append(want, b.Name)
+	}
+	require.Equal(t, want, names, "every backend, in order")
+	require.Equal(t, "memory", names[0], "memory first: contract bugs show before I/O noise")
+	require.Subset(t, names, []string{"local", "s3", "gcs", "azure"})
 }
 
 func storeKeys(t *testing.T, s objstore.Store) []string {
