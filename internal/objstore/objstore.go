@@ -1,8 +1,11 @@
 // Package objstore is reaper's view of object storage: one small Store
 // interface over keys, bytes and ETags, the sentinel errors every backend maps
-// its failures to, and the root-URI grammar. It knows nothing about tables,
-// markers or TTLs; backends live in subpackages (local, s3) and wrappers
-// (metrics, retries, dry-run) wrap a Store without changing its contract.
+// its failures to, the descriptor each backend gives of itself (Backend: its
+// root-URI forms, storage options, error classes) and what every root URI
+// shares. It knows nothing about tables, markers or TTLs, and no backend by
+// name: backends live in subpackages (local, s3, gcs, azure), listed once in
+// package all, and wrappers (retries, metrics, tracing) wrap a Store without
+// changing its contract.
 package objstore
 
 import (
