@@ -1,7 +1,8 @@
 // Package ledger is reaper's audit ledger: one Parquet file per purge pass,
 // one row per table the pass looked at, written to a store of its own (a
-// local directory or an s3:// prefix, never inside a table directory), and a
-// journal that makes each destruction durable before it happens.
+// local directory or a bucket prefix, in any root form, never inside a
+// table directory), and a journal that makes each destruction durable
+// before it happens.
 //
 // Layout: every pass writes one object at
 //
