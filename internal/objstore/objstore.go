@@ -92,7 +92,10 @@ type Page struct {
 // The clauses below are each exercised by objstoretest.Run:
 //   - List lists exactly one level under prefix (delimiter "/"), in pages, in
 //     lexicographic key order, calling fn once per page; a prefix is a
-//     directory-like string ending in "/" or "" for the root.
+//     directory-like string ending in "/" or "" for the root. The order
+//     holds for objects and prefixes together across pages: every entry of
+//     a page sorts after every entry of the pages before (a status streams
+//     a root on it, lifecycle/scan_window.go).
 //   - Walk streams every object under prefix at any depth, page by page in
 //     lexicographic key order; it never holds the whole listing in memory.
 //     The local backend keeps that order within directories of up to 10,000

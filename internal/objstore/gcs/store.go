@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"net/http"
 	"strconv"
@@ -73,14 +74,19 @@ func (s *Store) pageSize() int {
 }
 
 // List lists one level under prefix, one fn call per non-empty response
-// page (an empty listing calls fn never). GCS sends each prefix once, in
-// order across pages; fake-gcs-server repeats every prefix on every page,
-// so a prefix not after the last one delivered is dropped.
+// page (an empty listing calls fn never), objects and prefixes together in
+// key order across pages, as the Store contract says. GCS sends each
+// prefix once, in that order; fake-gcs-server repeats every prefix on
+// every page, ahead of objects listed on later pages. So a prefix not
+// after the last one received is dropped, and one after the last object
+// of a page that has a next page is held for the next (a status streams
+// the root and judges a name complete by the key order: scan_window.go).
 func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
 	if err := objstore.ValidatePrefix(prefix); err != nil {
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
 	last := ""
+	var held []string
 	return s.listPages(ctx, "list", prefix, "/", func(res *storage.Objects) error {
 		var page objstore.Page
 		for _, a := range res.Items {
@@ -94,25 +100,35 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Page) 
 		}
 		for _, p := range res.Prefixes {
 			if p := s.rel(p); p != "" && p > last {
-				page.Prefixes = append(page.Prefixes, p)
+				held = append(held, p)
 				last = p
 			}
 		}
+		cut := len(held)
+		if res.NextPageToken != "" && len(page.Objects) > 0 {
+			cut, _ = slices.BinarySearch(held, page.Objects[len(page.Objects)-1].Key)
+		}
+		page.Prefixes = held[:cut:cut]
+		held = slices.Clone(held[cut:])
 		return s.deliver(page, fn)
 	})
 }
 
 // deliver hands one response page to fn in pages of at most pageSize
-// entries. GCS counts prefixes toward maxResults, so its pages already fit;
-// fake-gcs-server adds its prefixes on top of maxResults objects.
+// entries, in key order. GCS counts prefixes toward maxResults, so its
+// pages already fit; fake-gcs-server adds its prefixes on top of
+// maxResults objects.
 func (s *Store) deliver(page objstore.Page, fn func(objstore.Page) error) error {
 	n := s.pageSize()
 	for len(page.Objects)+len(page.Prefixes) > 0 {
 		var out objstore.Page
-		k := min(n, len(page.Prefixes))
-		out.Prefixes, page.Prefixes = page.Prefixes[:k], page.Prefixes[k:]
-		k = min(n-k, len(page.Objects))
-		out.Objects, page.Objects = page.Objects[:k], page.Objects[k:]
+		for len(out.Objects)+len(out.Prefixes) < n && len(page.Objects)+len(page.Prefixes) > 0 {
+			if len(page.Prefixes) > 0 && (len(page.Objects) == 0 || page.Prefixes[0] < page.Objects[0].Key) {
+				out.Prefixes, page.Prefixes = append(out.Prefixes, page.Prefixes[0]), page.Prefixes[1:]
+			} else {
+				out.Objects, page.Objects = append(out.Objects, page.Objects[0]), page.Objects[1:]
+			}
+		}
 		if err := fn(out); err != nil {
 			return err
 		}

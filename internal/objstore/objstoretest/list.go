@@ -22,6 +22,7 @@ var listClauses = []clause{
 	{"WalkRecursiveSorted", testWalkRecursiveSorted},
 	{"WalkStopsOnError", testWalkStopsOnError},
 	{"Paging", testPaging},
+	{"PagingKeyOrder", testPagingKeyOrder},
 	{"SameLeadingName", testSameLeadingName},
 }
 
@@ -204,6 +205,36 @@ func testPaging(t *testing.T, s objstore.Store, cfg config) {
 			require.LessOrEqual(t, len(p), cfg.pageSize, "objects in page %d", i)
 		}
 	})
+}
+
+// testPagingKeyOrder: across pages, objects and prefixes together are in
+// key order: every entry of a page sorts after every entry of the pages
+// before it. A status streams a root and calls a name complete once the
+// listing has passed its keys, which only this order allows.
+func testPagingKeyOrder(t *testing.T, s objstore.Store, cfg config) {
+	n := cfg.pageSize*2 + cfg.pageSize/2
+	var keys []string
+	for i := range n {
+		if i%2 == 0 {
+			keys = append(keys, fmt.Sprintf("ko/%06d.deleted", i))
+		} else {
+			keys = append(keys, fmt.Sprintf("ko/%06d.lance/x", i))
+		}
+	}
+	putMany(t, s, keys)
+	_, _, pages := listAll(t, s, "ko/")
+	require.GreaterOrEqual(t, len(pages), 3, "pages for %d entries at page size %d", n, cfg.pageSize)
+	last := ""
+	for i, p := range pages {
+		entries := slices.Clone(p.Prefixes)
+		for _, o := range p.Objects {
+			entries = append(entries, o.Key)
+		}
+		for _, k := range entries {
+			require.Greater(t, k, last, "page %d: %q listed after %q", i, k, last)
+		}
+		last = slices.Max(entries)
+	}
 }
 
 func testSameLeadingName(t *testing.T, s objstore.Store, _ config) {
