@@ -1,10 +1,7 @@
 package lifecycle
 
 import (
-	"context"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -27,83 +24,58 @@ import (
 // Listing is what one complete one-level listing of a root said of its
 // names: for each, whether it has a table directory, a marker, a lease, a
 // hold, a purge commit, or a non-directory where the table's directory
-// should be. Other entries are dropped, so it holds a few flags per name,
-// not the pages.
+// should be. Other entries are dropped, so it holds a few flags per name
+// (some 100 bytes), not the pages. It keeps at most its limit of names:
+// past it, the listing is full, keeps nothing, and the plan lists the root
+// itself (streamed, scan.go), so what discovery carries for a pass stays
+// bounded however big its roots.
 type Listing struct {
 	// prefix is the root's path in the store that listed it ("tenant-a/"
 	// for discovery's parent store, "" for the root's own store).
 	prefix  string
 	entries map[string]*rootEntry
+	// limit is the most names kept (0: no limit); full is set past it.
+	limit int
+	full  bool
 }
 
 // NewListing starts a listing of the root that sits at prefix (ending in
-// "/", or "" for the store's root) in the store whose pages Add receives.
-// Only a listing whose every page was added may be planned from.
-func NewListing(prefix string) *Listing {
-	return &Listing{prefix: prefix, entries: map[string]*rootEntry{}}
+// "/", or "" for the store's root) in the store whose pages Add receives,
+// keeping at most maxNames names (0: no limit). Only a listing whose every
+// page was added, and that is not Full, may be planned from.
+func NewListing(prefix string, maxNames int) *Listing {
+	return &Listing{prefix: prefix, entries: map[string]*rootEntry{}, limit: maxNames}
 }
+
+// Full reports whether the root has more names than the listing keeps: it
+// holds none then, and a plan from it lists the root again.
+func (l *Listing) Full() bool { return l.full }
+
+// Len is how many names the listing holds.
+func (l *Listing) Len() int { return len(l.entries) }
 
 // Add records one page of the listing.
 func (l *Listing) Add(p objstore.Page) {
 	for _, pre := range p.Prefixes {
-		switch name, kind := classifyPrefix(strings.TrimPrefix(pre, l.prefix)); kind {
-		case entryTable:
-			l.entry(name).data = true
-		case entryHold:
-			l.entry(name).hold = true
-		}
+		l.mark(classifyPrefix(strings.TrimPrefix(pre, l.prefix)))
 	}
 	for _, o := range p.Objects {
-		name, kind := classifyObject(strings.TrimPrefix(o.Key, l.prefix))
-		if kind == entryOther {
-			continue
-		}
-		e := l.entry(name)
-		switch kind {
-		case entryMarker:
-			e.marker = true
-		case entryLock:
-			e.lease = true
-		case entryHold:
-			e.hold = true
-		case entryCommit:
-			e.commit = true
-		case entryNotTable:
-			e.notTable = true
-		}
+		l.mark(classifyObject(strings.TrimPrefix(o.Key, l.prefix)))
 	}
 }
 
-func (l *Listing) entry(name string) *rootEntry {
+func (l *Listing) mark(name string, kind entryKind) {
+	if kind == entryOther || l.full {
+		return
+	}
 	e := l.entries[name]
 	if e == nil {
+		if l.limit > 0 && len(l.entries) >= l.limit {
+			l.full, l.entries = true, nil
+			return
+		}
 		e = &rootEntry{}
-		l.entries[name] = e
+		l.entries[strings.Clone(name)] = e
 	}
-	return e
-}
-
-// list lists the root once, or returns listed when the caller already has
-// the root's listing.
-func (ns *Namespace) list(ctx context.Context, listed *Listing) (*Listing, error) {
-	if listed != nil {
-		return listed, nil
-	}
-	l := NewListing("")
-	err := ns.store.List(ctx, "", func(p objstore.Page) error {
-		l.Add(p)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list root %s: %w", ns.store.URI(), err)
-	}
-	return l, nil
-}
-
-// PlanPurgeFrom is PlanPurge planned from listed, a complete listing of
-// this root read earlier in the same pass (by discovery), instead of
-// listing the root again; nil lists it. See the top of this file for why
-// that is safe.
-func (ns *Namespace) PlanPurgeFrom(ctx context.Context, listed *Listing, now time.Time, names ...string) (Plan, error) {
-	return ns.plan(ctx, listed, now, names)
+	e.set(kind)
 }

@@ -132,13 +132,44 @@ const (
 	entryNotTable
 )
 
+// keySuffix is one kind of key a name has in the root listing.
+type keySuffix struct {
+	suffix string
+	kind   entryKind
+}
+
+// objectSuffixes are the root-level objects of a name (<name><suffix>),
+// prefixSuffixes its root-level prefixes (<name><suffix>/). Every key a
+// name can have in the root listing is one of these: a scan (scan.go)
+// knows a name is complete once the listing has passed the greatest
+// (lastKey), so a new kind of key is one more entry here, never a spelling
+// elsewhere.
+var (
+	objectSuffixes = []keySuffix{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}, {CommitSuffix, entryCommit}, {TableSuffix, entryNotTable}}
+	prefixSuffixes = []keySuffix{{HoldSuffix, entryHold}, {TableSuffix, entryTable}}
+)
+
+// lastKeySuffix is the greatest of a name's keys less the name:
+// ".reaper-purge". Every suffix starts with ".", so all the keys of a name
+// lie in [name+".", lastKey(name)].
+var lastKeySuffix = func() string {
+	last := ""
+	for _, s := range objectSuffixes {
+		last = max(last, s.suffix)
+	}
+	for _, s := range prefixSuffixes {
+		last = max(last, s.suffix+"/")
+	}
+	return last
+}()
+
+// lastKey is the greatest key name can have in the root listing.
+func lastKey(name string) string { return name + lastKeySuffix }
+
 // classifyObject maps a root-level object key to a table name. Only the final
 // suffix counts, so "a.deleted.deleted" is the marker of table "a.deleted".
 func classifyObject(key string) (string, entryKind) {
-	for _, s := range []struct {
-		suffix string
-		kind   entryKind
-	}{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}, {CommitSuffix, entryCommit}, {TableSuffix, entryNotTable}} {
+	for _, s := range objectSuffixes {
 		if name, ok := strings.CutSuffix(key, s.suffix); ok && ValidateName(name) == nil {
 			return name, s.kind
 		}
@@ -152,14 +183,12 @@ func classifyObject(key string) (string, entryKind) {
 // tables.
 func classifyPrefix(prefix string) (string, entryKind) {
 	dir := strings.TrimSuffix(prefix, "/")
-	if name, ok := strings.CutSuffix(dir, HoldSuffix); ok && ValidateName(name) == nil {
-		return name, entryHold
+	for _, s := range prefixSuffixes {
+		if name, ok := strings.CutSuffix(dir, s.suffix); ok && ValidateName(name) == nil {
+			return name, s.kind
+		}
 	}
-	name, ok := strings.CutSuffix(dir, TableSuffix)
-	if !ok || ValidateName(name) != nil {
-		return "", entryOther
-	}
-	return name, entryTable
+	return "", entryOther
 }
 
 // isManifest reports whether a key relative to the table dir belongs to a

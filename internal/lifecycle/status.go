@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/lock"
@@ -98,99 +95,40 @@ type rootEntry struct {
 
 // List returns every name of the root with its state, sorted by name, from
 // one paged listing of the root plus one read per marker and per held lease
-// (bounded concurrency). It never lists inside a table.
+// by a fixed pool of readers (scan.go). It never lists inside a table.
 func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
-	out, _, err := ns.status(ctx, nil, nil)
-	return out, err
+	return ns.collect(ctx, nil)
 }
 
 // Status returns the state of each named table, not_found for unknown names.
 // It costs the same listing as List.
 func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
-	out, _, err := ns.status(ctx, nil, names)
-	return out, err
+	return ns.collect(ctx, names)
 }
 
-// status lists the root once (or takes listed, see listing.go) and
-// describes every name (only those in only, when any, after validating
-// them). It also returns the names that have a lease and no marker: the
-// only candidates for SweepStaleLeases, so a pass needs no second listing.
-func (ns *Namespace) status(ctx context.Context, listed *Listing, only []string) ([]TableStatus, []string, error) {
-	for _, n := range only {
-		if err := ValidateName(n); err != nil {
-			return nil, nil, err
-		}
-	}
-	l, err := ns.list(ctx, listed)
+// EachStatus is Status (List without names) without the slice: fn receives
+// each name's state, sorted by name, as soon as the root's listing has
+// passed it, with the store's time every state was judged at (Due takes
+// it). A root of millions of names costs a window of them at a time, not
+// all of them (scan.go). An error from fn stops the listing and is
+// returned; a listing that fails part way has handed fn the names before
+// the failure.
+func (ns *Namespace) EachStatus(ctx context.Context, names []string, fn func(s TableStatus, now time.Time) error) error {
+	_, err := ns.scan(ctx, nil, names, nameOrder, fn)
+	return err
+}
+
+// collect is EachStatus into a slice.
+func (ns *Namespace) collect(ctx context.Context, names []string) ([]TableStatus, error) {
+	var out []TableStatus
+	err := ns.EachStatus(ctx, names, func(s TableStatus, _ time.Time) error {
+		out = append(out, s)
+		return nil
+	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	entries := l.entries
-	if len(only) > 0 {
-		entries = make(map[string]*rootEntry, len(only))
-		for _, n := range only {
-			if e := l.entries[n]; e != nil {
-				entries[n] = e
-			}
-		}
-	}
-	names := make([]string, 0, len(entries))
-	var leaseOnly []string
-	for n, e := range entries {
-		if e.data || e.marker || e.lease || e.hold || e.commit || e.notTable {
-			names = append(names, n)
-		}
-		if e.lease && !e.marker {
-			leaseOnly = append(leaseOnly, n)
-		}
-	}
-	slices.Sort(leaseOnly)
-	for _, n := range only {
-		if entries[n] == nil {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-	out := make([]TableStatus, len(names))
-	// Due-ness and lease liveness are judged by the store's clock, read
-	// after the listing.
-	now, err := ns.storeNow(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Marker bodies and lease bodies need one read each; read them in
-	// parallel, bounded, and keep the listing order.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, DefaultMarkerReads)
-	errs := make([]error, len(names))
-	for i, n := range names {
-		e := entries[n]
-		if e == nil {
-			out[i] = TableStatus{Name: n, State: StateNotFound}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i], errs[i] = ns.describe(ctx, n, e, now)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, err
-	}
-	kept := out[:0]
-	for _, s := range out {
-		// A lone lease with no data and no marker is not a table, unless the
-		// caller asked for that name.
-		if s.State != StateNotFound || len(only) > 0 {
-			kept = append(kept, s)
-		}
-	}
-	return kept, leaseOnly, nil
+	return out, nil
 }
 
 func dataState(hasData bool) State {
@@ -204,6 +142,13 @@ func dataState(hasData bool) State {
 // lease, the hold and the commit it has; now is the store's clock.
 func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
 	s, err := ns.describeEntry(ctx, name, e, now)
+	if err == nil && s.FutureDated {
+		// now may be the clock of a scan that started before this marker
+		// was written: judge it again at a clock read after reading it.
+		if later, err := ns.storeNow(ctx); err == nil && later.After(now) {
+			ns.fillMarker(&s, *s.Marker, s.MarkerModified, later)
+		}
+	}
 	if err == nil && e.notTable && s.State != StateUnreadable {
 		// Whatever its marker says, a link is never a table.
 		s.State, s.Problem, s.Commit = StateNotATable, notATableProblem(name), nil
@@ -338,98 +283,4 @@ func (ns *Namespace) fillMarker(s *TableStatus, m Marker, lm, now time.Time) {
 		s.Problem = fmt.Sprintf("marker is dated %s, more than the skew allowance (%s) in the future; check the clock of the process that dropped it",
 			s.DeletedAt.UTC().Format(time.RFC3339), ns.opts.SkewAllowance)
 	}
-}
-
-// Plan splits a root into what a purge pass would do at now.
-type Plan struct {
-	// Due are purgeable tables (and orphan markers), oldest purge_after first.
-	Due []TableStatus
-	// NotDue are soft-deleted tables whose TTL has not passed.
-	NotDue []TableStatus
-	// Invalid are invalid, unreadable or future-dated markers, names that
-	// are not tables and stuck purges without a marker: reported, never
-	// purged.
-	Invalid []TableStatus
-	// Busy are tables whose lease is held by another process.
-	Busy []TableStatus
-	// Held are soft-deleted tables under a legal hold: never purged.
-	Held []TableStatus
-	// Unpurgeable are names given to PlanPurge that have no marker: live
-	// (exists) or unknown (not_found).
-	Unpurgeable []TableStatus
-	// Live are tables with data and no marker (they count toward the
-	// blast-radius percentage).
-	Live []TableStatus
-	// LeaseOnly are names that had a lease and no marker when the root was
-	// listed: what SweepStaleLeases may find left behind by a dead process.
-	LeaseOnly []string
-	// Now is the time the plan was judged at: the store's clock (or the
-	// caller's now, when that was earlier).
-	Now time.Time
-}
-
-// ListPurgeable returns the soft-deleted tables due by the store's clock,
-// oldest first (see PlanPurge for now). Future-dated and invalid markers are
-// never included; PlanPurge reports them.
-func (ns *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableStatus, error) {
-	p, err := ns.PlanPurge(ctx, now)
-	return p.Due, err
-}
-
-// PlanPurge classifies every marker of the root by the store's clock. A
-// non-zero now earlier than the store's clock judges at now instead: a
-// caller can make the plan stricter, never let it purge earlier than the
-// store's clock allows. names, when given, limits the plan to those tables.
-func (ns *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
-	return ns.plan(ctx, nil, now, names)
-}
-
-// plan is PlanPurge from listed when not nil (PlanPurgeFrom).
-func (ns *Namespace) plan(ctx context.Context, listed *Listing, now time.Time, names []string) (Plan, error) {
-	all, leaseOnly, err := ns.status(ctx, listed, names)
-	if err != nil {
-		return Plan{}, err
-	}
-	storeNow, err := ns.storeNow(ctx)
-	if err != nil {
-		return Plan{}, err
-	}
-	if now.IsZero() || storeNow.Before(now) {
-		now = storeNow
-	}
-	p := Plan{LeaseOnly: leaseOnly, Now: now}
-	for _, s := range all {
-		if s.Marker != nil {
-			ns.fillMarker(&s, *s.Marker, s.MarkerModified, storeNow)
-		}
-		switch {
-		case s.State == StateNotATable && s.MarkerETag == "":
-			// A link with no marker beside it: nobody asked to purge it.
-		case s.State == StateInvalidMarker || s.State == StateUnreadable || s.State == StateNotATable || s.FutureDated,
-			s.State == StateStuck && s.Marker == nil:
-			p.Invalid = append(p.Invalid, s)
-		case s.Marker == nil:
-			if s.State == StateExists {
-				p.Live = append(p.Live, s)
-			}
-			if len(names) > 0 {
-				p.Unpurgeable = append(p.Unpurgeable, s)
-			}
-		case s.Hold != nil:
-			p.Held = append(p.Held, s)
-		case s.State == StatePurging:
-			p.Busy = append(p.Busy, s)
-		case s.Due(now):
-			p.Due = append(p.Due, s)
-		default:
-			p.NotDue = append(p.NotDue, s)
-		}
-	}
-	slices.SortStableFunc(p.Due, func(a, b TableStatus) int {
-		if c := a.PurgeAfter.Compare(b.PurgeAfter); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return p, nil
 }

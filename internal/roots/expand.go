@@ -18,8 +18,19 @@ import (
 // (stack.Open in production, with retries and metrics).
 type OpenFunc func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error)
 
-// errStop ends a listing after its first page.
-var errStop = errors.New("stop listing")
+// errStop ends a listing after its first page; errFull ends a kept
+// child's listing once it holds more names than discovery carries.
+var (
+	errStop = errors.New("stop listing")
+	errFull = errors.New("listing full")
+)
+
+// maxCarriedNames is how many names the listings discovery hands a pass
+// (Root.Listing) may hold in all, some 100 bytes a name: the listings of
+// every root found are held until each root is planned. A root found past
+// it carries none and its plan lists it again, one listing more for a big
+// root instead of memory that grows with every root of the pass.
+const maxCarriedNames = 100_000
 
 // Expand returns the configured roots plus the roots found by each discover
 // pattern, deduplicated by canonical URI (objstore.Location.String, e.g.
@@ -31,7 +42,9 @@ var errStop = errors.New("stop listing")
 // "*/"), listing one level, and keeping each child that holds, on the first
 // page of its own listing, a "<name>.lance/" prefix or a "<name>.deleted"
 // object. A kept child carries its whole listing (Root.Listing), so the
-// pass does not list it again: Expand is called once per pass.
+// pass does not list it again: Expand is called once per pass. The
+// listings carried hold maxCarriedNames names at most in all; a child
+// found past that carries none.
 //
 // Errors are partial: a pattern (or child) that cannot be opened or listed
 // is skipped and its error, naming the pattern, is joined into the returned
@@ -40,6 +53,11 @@ var errStop = errors.New("stop listing")
 // parse is an error of the same kind (Validate reports it first). Only a
 // cancelled ctx returns no roots.
 func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]config.Root, error) {
+	return expand(ctx, cfg, open, maxCarriedNames)
+}
+
+// expand is Expand carrying listings of at most budget names in all.
+func expand(ctx context.Context, cfg config.Config, open OpenFunc, budget int) ([]config.Root, error) {
 	byURI := map[string]config.Root{}
 	var errs []error
 	for _, r := range cfg.Roots {
@@ -53,7 +71,7 @@ func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]config.Roo
 		}
 	}
 	for _, p := range cfg.Discover {
-		found, err := discover(ctx, p, open)
+		found, err := discover(ctx, p, open, &budget)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
@@ -75,7 +93,8 @@ func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]config.Roo
 }
 
 // discover expands one pattern; it returns what it found even on error.
-func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root, error) {
+// budget is how many names the listings it carries may still hold.
+func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([]config.Root, error) {
 	parent, err := config.DiscoverParent(p.URI)
 	if err != nil {
 		return nil, err
@@ -96,7 +115,10 @@ func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root,
 	var found []config.Root
 	var errs []error
 	for _, child := range children {
-		ok, listed, err := probe(ctx, st, child)
+		ok, listed, err := probe(ctx, st, child, *budget)
+		if listed != nil {
+			*budget -= listed.Len()
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return found, ctx.Err()
@@ -115,11 +137,13 @@ func discover(ctx context.Context, p config.Root, open OpenFunc) ([]config.Root,
 // directory or a soft-delete marker. A child that is not a database costs
 // that one page; for one that is, it reads the remaining pages too and
 // returns the whole listing, which the pass plans from instead of listing
-// the root again (lifecycle.PlanPurgeFrom). A later page that fails leaves
-// the root found without a listing: its plan lists it and reports why.
-func probe(ctx context.Context, st objstore.Store, prefix string) (bool, *lifecycle.Listing, error) {
+// the root again (lifecycle.PlanPurgeFrom), unless the child has more than
+// budget names: it stops reading then and returns no listing (the pass
+// lists it). A later page that fails leaves the root found without a
+// listing: its plan lists it and reports why.
+func probe(ctx context.Context, st objstore.Store, prefix string, budget int) (bool, *lifecycle.Listing, error) {
 	ok, first := false, true
-	listed := lifecycle.NewListing(prefix)
+	listed := lifecycle.NewListing(prefix, max(budget, 1))
 	err := st.List(ctx, prefix, func(pg objstore.Page) error {
 		if first {
 			first = false
@@ -130,11 +154,16 @@ func probe(ctx context.Context, st objstore.Store, prefix string) (bool, *lifecy
 			}
 		}
 		listed.Add(pg)
+		if listed.Full() {
+			return errFull
+		}
 		return nil
 	})
 	switch {
 	case errors.Is(err, errStop):
 		return false, nil, nil
+	case errors.Is(err, errFull):
+		return true, nil, nil
 	case err != nil && ok && ctx.Err() == nil:
 		return true, nil, nil
 	case err != nil:

@@ -297,3 +297,32 @@ func TestExpandCarriesTheChildListing(t *testing.T) {
 		})
 	}
 }
+
+// The listings discovery carries are bounded in all: children are kept in
+// order while their names fit the budget; a child past it is still found,
+// carries no listing (its plan lists it) and stops being read as soon as
+// it is over.
+func TestExpandCarriesListingsWithinABudget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, p := range []string{"a/t1.lance/x", "a/t2.deleted", "a/t3.lance/x", "b/u1.lance/x", "b/u2.deleted", "c/v1.lance/x", "c/v2.lance/x", "c/v3.lance/x", "c/v4.lance/x", "c/v5.lance/x"} {
+		mkfile(t, filepath.Join(dir, p))
+	}
+	cfg := config.Default()
+	cfg.Discover = []config.Root{{URI: dir + "/*/"}}
+	pages := 0
+	open := func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
+		st, err := all.Open(ctx, uri, opts)
+		return onePage{Store: st, pages: &pages}, err
+	}
+	got, err := roots.ExpandWithBudget(t.Context(), cfg, open, 4)
+	require.NoError(t, err)
+	require.Equal(t, []string{"file://" + dir + "/a", "file://" + dir + "/b", "file://" + dir + "/c"}, uris(got))
+	require.NotNil(t, got[0].Listing, "a: 3 names, within the budget of 4")
+	require.Equal(t, 3, got[0].Listing.Len())
+	require.Nil(t, got[1].Listing, "b: 2 more names are past the budget")
+	require.Nil(t, got[2].Listing, "c: 5 names")
+	// The parent's 3 prefixes; a's 3 entries; b's first 2 (its second
+	// name is past the budget's last one); c's first 2 likewise.
+	require.Equal(t, 3+3+2+2, pages, "pages read")
+}
