@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"iter"
 	"sync"
 	"time"
 
@@ -32,19 +33,58 @@ type Report struct {
 
 // RootReport is one root's part of a pass.
 type RootReport struct {
-	Root      string
-	Started   time.Time
-	Finished  time.Time
-	Plan      PlanSummary
-	Refused   outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
+	Root     string
+	Started  time.Time
+	Finished time.Time
+	Plan     PlanSummary
+	Refused  outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
+	// Decisions are the root's decisions but those of tables not due yet,
+	// most of a big root's: the report keeps those compactly (brief.go).
+	// All yields every decision, NotDue those alone.
 	Decisions []Decision
 	Err       error
 
+	// notDue are the not-due decisions, by name.
+	notDue []brief
 	// due is the plan's due list and planNow the store's time it was
 	// judged at, for After; planNow is zero when the root was not planned.
 	due     []lifecycle.TableStatus
 	planNow time.Time
 }
+
+// All yields every decision of the root: Decisions, then the not-due
+// ones by name (NotDue).
+func (rr *RootReport) All() iter.Seq[Decision] {
+	return func(yield func(Decision) bool) {
+		for _, d := range rr.Decisions {
+			if !yield(d) {
+				return
+			}
+		}
+		for d := range rr.NotDue() {
+			if !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// NotDue yields the decisions of the tables not due yet, by name, as the
+// observers received them but for their Status's MarkerModified and
+// MarkerETag, which the report does not keep. A not-due table the plan
+// reported with a problem is in Decisions instead.
+func (rr *RootReport) NotDue() iter.Seq[Decision] {
+	return func(yield func(Decision) bool) {
+		for i := range rr.notDue {
+			if !yield(rr.notDue[i].decision(rr.Root)) {
+				return
+			}
+		}
+	}
+}
+
+// NotDueLen is how many decisions NotDue yields.
+func (rr *RootReport) NotDueLen() int { return len(rr.notDue) }
 
 // PlanSummary counts a root's tables by state at planning time.
 type PlanSummary struct {
@@ -64,30 +104,26 @@ type PlanSummary struct {
 // overdue (a backlog signal for alerts).
 const OverdueAfter = 24 * time.Hour
 
-func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
-	var s PlanSummary
-	count := func(st lifecycle.TableStatus) {
-		s.Tables++
-		switch st.State {
-		case lifecycle.StateExists:
-			s.Live++
-		case lifecycle.StateOrphanMarker:
-			s.OrphanMarker++
-		case lifecycle.StateInvalidMarker, lifecycle.StateUnreadable:
-			// Both need an operator and are never purged.
-			s.InvalidMarker++
-		default:
-			s.SoftDeleted++
-		}
+// count adds one name of the plan: a table with data or a marker.
+func (s *PlanSummary) count(st lifecycle.TableStatus) {
+	s.Tables++
+	switch st.State {
+	case lifecycle.StateExists:
+		s.Live++
+	case lifecycle.StateOrphanMarker:
+		s.OrphanMarker++
+	case lifecycle.StateInvalidMarker, lifecycle.StateUnreadable:
+		// Both need an operator and are never purged.
+		s.InvalidMarker++
+	default:
+		s.SoftDeleted++
 	}
-	for _, l := range [][]lifecycle.TableStatus{p.NotDue, p.Invalid, p.Busy, p.Held, p.Due, p.Live} {
-		for _, st := range l {
-			count(st)
-		}
-	}
-	s.Held = len(p.Held)
-	s.Due = len(p.Due)
-	for _, st := range p.Due {
+}
+
+// countDue sets the due counts from the plan's due tables, judged at now.
+func (s *PlanSummary) countDue(due []lifecycle.TableStatus, now time.Time) {
+	s.Due = len(due)
+	for _, st := range due {
 		if s.OldestDue.IsZero() || st.PurgeAfter.Before(s.OldestDue) {
 			s.OldestDue = st.PurgeAfter
 		}
@@ -95,7 +131,6 @@ func summarize(p lifecycle.Plan, now time.Time) PlanSummary {
 			s.Overdue++
 		}
 	}
-	return s
 }
 
 // After is the root's state once the pass is over: the plan less the tables
@@ -152,6 +187,7 @@ func (r *Report) Totals() Totals {
 		if rr.Refused != "" {
 			t.RefusedRoots++
 		}
+		t.Skipped += len(rr.notDue)
 		for _, d := range rr.Decisions {
 			t.Objects += d.Objects
 			t.Bytes += d.Bytes

@@ -219,21 +219,37 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		return rr
 	}
 	paused := readPause(ctx, p, ns)
-	// The plan is judged by the store's clock; this host's clock takes no
-	// part in whether a table is due. A discovered root is planned from
-	// discovery's listing of this pass (nil for a configured root).
-	plan, err := ns.PlanPurgeFrom(ctx, root.Listing, time.Time{}, p.w.Tables...)
+	plan, err := p.planRoot(ctx, ns, root)
 	if err != nil {
 		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
 		log.Error("root skipped", "error", rr.Err)
 		return rr
 	}
-	now := plan.Now
-	rr.Plan = summarize(plan, now)
-	rr.due, rr.planNow = plan.Due, now
-	p.obs.RootPlanned(p.rep, rr, plan, now)
+	now := plan.now
+	rr.Plan = plan.summary
+	rr.due, rr.planNow = plan.due, now
+	p.obs.RootPlanned(p.rep, rr, plan.plan(), now)
+	p.decidePlanned(rr, plan)
+	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety, paused: paused}
+	due := applyRootRails(rc, plan.due)
+	if rr.Refused != "" {
+		return rr
+	}
+	p.purgeAll(ctx, ns, rr, due, log)
+	if !p.rep.DryRun && ctx.Err() == nil && len(plan.leaseOnly) > 0 {
+		// Leases of processes killed after finishing their table, as the
+		// plan's listing saw them: no second listing of the root.
+		if _, err := ns.SweepStaleLeases(ctx, plan.leaseOnly); err != nil {
+			log.Warn("sweep stale leases", "error", err)
+		}
+	}
+	return rr
+}
 
-	for _, s := range plan.Unpurgeable {
+// decidePlanned records the decision of every name the plan keeps from
+// purging: unpurgeable (named, no marker), held, invalid, busy, not due.
+func (p *pass) decidePlanned(rr *RootReport, plan *rootPlan) {
+	for _, s := range plan.unpurgeable {
 		if s.State == lifecycle.StateExists {
 			p.decide(rr, Decision{Table: s.Name, Action: outcome.Failed, Reason: outcome.ReasonLive, Status: s,
 				Detail: fmt.Sprintf("table is live (no marker %s): drop it first with 'reaper drop'", lifecycle.MarkerKey(s.Name))})
@@ -242,10 +258,10 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 				Detail: "table not found: no data and no marker"})
 		}
 	}
-	for _, s := range plan.Held {
+	for _, s := range plan.held {
 		p.decide(rr, Decision{Table: s.Name, Action: outcome.Held, Reason: outcome.ReasonHeld, Detail: "legal hold: " + s.Hold.Reason, Status: s})
 	}
-	for _, s := range plan.Invalid {
+	for _, s := range plan.invalid {
 		reason := outcome.ReasonInvalidMarker
 		switch {
 		case s.State == lifecycle.StateUnreadable:
@@ -259,27 +275,35 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		}
 		p.decide(rr, Decision{Table: s.Name, Action: outcome.Failed, Reason: reason, Detail: s.Problem, Status: s})
 	}
-	for _, s := range plan.Busy {
+	for _, s := range plan.busy {
 		p.decide(rr, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonLocked, Detail: "lease held by " + s.Lease.Owner, Status: s})
 	}
-	for _, s := range plan.NotDue {
-		p.decide(rr, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonNotDue,
-			Detail: "not due until " + s.PurgeAfter.UTC().Format(time.RFC3339), Status: s})
-	}
-	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety, paused: paused}
-	due := applyRootRails(rc, plan.Due)
-	if rr.Refused != "" {
-		return rr
-	}
-	p.purgeAll(ctx, ns, rr, due, log)
-	if !p.rep.DryRun && ctx.Err() == nil && len(plan.LeaseOnly) > 0 {
-		// Leases of processes killed after finishing their table, as the
-		// plan's listing saw them: no second listing of the root.
-		if _, err := ns.SweepStaleLeases(ctx, plan.LeaseOnly); err != nil {
-			log.Warn("sweep stale leases", "error", err)
+	p.decideNotDue(rr, plan)
+}
+
+// decideNotDue records the not-due decisions by name: the observers
+// receive each whole, the report keeps briefs (brief.go) and, whole, the
+// few a brief cannot carry.
+func (p *pass) decideNotDue(rr *RootReport, plan *rootPlan) {
+	full := plan.notDueFull
+	for i := range plan.notDue {
+		b := &plan.notDue[i]
+		for len(full) > 0 && full[0].Name < b.name {
+			p.decide(rr, notDueDecision("", full[0], time.Time{}))
+			full = full[1:]
 		}
+		at := p.now()
+		b.at = at.UnixNano()
+		d := notDueDecision(rr.Root, b.status(), at)
+		p.obs.Decision(p.rep, d)
+		logDecision(p.log, d)
 	}
-	return rr
+	for _, s := range full {
+		p.decide(rr, notDueDecision("", s, time.Time{}))
+	}
+	p.rep.mu.Lock()
+	rr.notDue = plan.notDue
+	p.rep.mu.Unlock()
 }
 
 // purgeAll purges the due tables, oldest first, with bounded concurrency.

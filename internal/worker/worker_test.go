@@ -149,7 +149,7 @@ func (r *recorder) PassFinished(*Report)              { r.mu.Lock(); r.finished+
 // byTable maps "table" to "action/reason" for root i's decisions.
 func byTable(rep *Report, root int) map[string]string {
 	out := map[string]string{}
-	for _, d := range rep.Roots[root].Decisions {
+	for d := range rep.Roots[root].All() {
 		out[d.Table] = string(d.Action) + "/" + string(d.Reason)
 	}
 	return out

@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+)
+
+// This file owns what a pass keeps of a root's plan. The plan streams
+// (lifecycle.PlanEach): the pass keeps the due tables whole (it purges
+// them), the few names it reports with a problem (held, invalid, busy,
+// named and unpurgeable) whole too, the tables not due yet as briefs
+// (brief.go), and of the live tables only their count. A root of a
+// million names not due costs a pass its briefs, not a million statuses.
+
+// rootPlan is one root's plan as a pass keeps it.
+type rootPlan struct {
+	now     time.Time
+	summary PlanSummary
+	// due, oldest purge_after first; the other lists by name.
+	due                              []lifecycle.TableStatus
+	unpurgeable, held, invalid, busy []lifecycle.TableStatus
+	// notDue are the not-due tables kept as briefs, notDueFull those a
+	// brief cannot carry (a stale commit's problem).
+	notDue     []brief
+	notDueFull []lifecycle.TableStatus
+	leaseOnly  []string
+}
+
+// planRoot plans one root. A plan that fails keeps nothing.
+func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root config.Root) (*rootPlan, error) {
+	rp := &rootPlan{}
+	// The plan is judged by the store's clock; this host's clock takes no
+	// part in whether a table is due. A discovered root is planned from
+	// discovery's listing of this pass (nil for a configured root).
+	info, err := ns.PlanEach(ctx, root.Listing, time.Time{}, p.w.Tables, func(c lifecycle.PlanClass, s lifecycle.TableStatus) error {
+		rp.add(c, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rp.now, rp.leaseOnly = info.Now, info.LeaseOnly
+	byName := func(a, b lifecycle.TableStatus) int { return strings.Compare(a.Name, b.Name) }
+	for _, l := range [][]lifecycle.TableStatus{rp.unpurgeable, rp.held, rp.invalid, rp.busy, rp.notDueFull} {
+		slices.SortFunc(l, byName)
+	}
+	slices.SortFunc(rp.notDue, func(a, b brief) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(rp.due, lifecycle.CompareDue)
+	rp.summary.countDue(rp.due, rp.now)
+	return rp, nil
+}
+
+// add keeps one name of the plan and counts it.
+func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
+	switch c {
+	case lifecycle.PlanDue:
+		rp.due = append(rp.due, s)
+	case lifecycle.PlanNotDue:
+		if b, ok := briefOf(s); ok {
+			rp.notDue = append(rp.notDue, b)
+		} else {
+			rp.notDueFull = append(rp.notDueFull, s)
+		}
+	case lifecycle.PlanInvalid:
+		rp.invalid = append(rp.invalid, s)
+	case lifecycle.PlanBusy:
+		rp.busy = append(rp.busy, s)
+	case lifecycle.PlanHeld:
+		rp.held = append(rp.held, s)
+		rp.summary.Held++
+	case lifecycle.PlanUnpurgeable:
+		rp.unpurgeable = append(rp.unpurgeable, s)
+		if s.State != lifecycle.StateExists {
+			return // not a table of the root: not counted
+		}
+	}
+	rp.summary.count(s)
+}
+
+// plan is what the pass hands its observers (RootPlanned): the due
+// tables, the stale leases and the time; the other names are decisions.
+func (rp *rootPlan) plan() lifecycle.Plan {
+	return lifecycle.Plan{Due: rp.due, LeaseOnly: rp.leaseOnly, Now: rp.now}
+}
