@@ -275,6 +275,17 @@ func (n *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus,
 	return n.ns.Status(ctx, names...)
 }
 
+// EachStatus is Status without the slice, for roots too big to hold: fn
+// receives the state of each named table, or of every name in the root
+// when none are given, sorted by name, as soon as the root's listing has
+// passed it, with the store's time the states were judged at (TableStatus.Due
+// takes it). It holds a window of the root, not all of it. An error from
+// fn stops it and is returned; one that fails part way has handed fn the
+// names before the failure.
+func (n *Namespace) EachStatus(ctx context.Context, fn func(s TableStatus, now time.Time) error, names ...string) error {
+	return n.ns.EachStatus(ctx, names, fn)
+}
+
 // List returns every name in the root with its state.
 func (n *Namespace) List(ctx context.Context) ([]TableStatus, error) {
 	return n.ns.List(ctx)

@@ -130,7 +130,7 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
 	switch {
 	case o.Output == formatJSON:
-		err = writeJSON(stdout, out)
+		err = writePurgeJSON(stdout, out)
 	case o.Quiet && len(out.Failed) == 0 && len(out.LedgerErrors) == 0:
 		// -q: nothing to say when nothing failed.
 	default:
@@ -192,7 +192,7 @@ func (r *purgeReport) err() error {
 	if roots > 0 {
 		return &failedError{op: "purge", msg: fmt.Sprintf("purge: %d root(s) could not be read and %d table(s) failed; see the lines above", roots, tables)}
 	}
-	return &failedError{op: "purge", failed: tables, all: len(r.Purged) + len(r.Skipped) + tables}
+	return &failedError{op: "purge", failed: tables, all: len(r.Purged) + r.skippedLen() + tables}
 }
 
 // notStarted counts due tables a drained pass did not start: shutdown
@@ -212,7 +212,9 @@ func notStarted(rep *worker.Report) int {
 // purgeReportOf flattens a pass into the purge JSON: purged (and dry-run)
 // tables, skipped ones with a reason, failed ones with an error. Entries
 // carry their root when the pass covers more than one (or may: several
-// configured roots, discovery patterns).
+// configured roots, discovery patterns). The tables not due yet stay in
+// the pass's report (its compact records) and are listed among the
+// skipped when the report is written.
 func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 	out := newPurgeReport(rep.DryRun)
 	for _, err := range rep.LedgerErrors {
@@ -232,29 +234,40 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			}
 			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: msg})
 		}
+		if rr.NotDueLen() > 0 {
+			out.notDue = append(out.notDue, notDueRoot{root: root, rr: rr})
+		}
 		// Tables finish in any order under concurrency; report them in plan
-		// order (oldest purge_after first).
-		ds := slices.Clone(rr.Decisions)
-		slices.SortStableFunc(ds, func(a, b worker.Decision) int {
-			if c := a.Status.PurgeAfter.Compare(b.Status.PurgeAfter); c != 0 {
+		// order (oldest purge_after first), sorting indexes rather than a
+		// copy of the decisions (a dry run may hold a million).
+		ds := rr.Decisions
+		order := make([]int32, len(ds))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortStableFunc(order, func(i, j int32) int {
+			if c := ds[i].Status.PurgeAfter.Compare(ds[j].Status.PurgeAfter); c != 0 {
 				return c
 			}
-			return strings.Compare(a.Table, b.Table)
+			return strings.Compare(ds[i].Table, ds[j].Table)
 		})
-		for _, d := range ds {
+		for _, i := range order {
+			d := &ds[i]
 			switch d.Action {
 			case outcome.Purged, outcome.DryRun:
 				out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes})
 			case outcome.Failed:
-				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: failureText(d)})
+				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: failureText(*d)})
 			default:
-				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(d)})
+				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(*d)})
 			}
 		}
 	}
 	key := func(root, name string) string { return root + "\x00" + name }
 	sortByName(out.Skipped, func(s skippedJSON) string { return key(s.Root, s.Name) })
 	sortByName(out.Failed, func(f failedJSON) string { return key(f.Root, f.Name) })
+	// The skipped list merges with the not-due tables by root and name.
+	slices.SortStableFunc(out.notDue, func(a, b notDueRoot) int { return strings.Compare(a.root, b.root) })
 	return out
 }
 

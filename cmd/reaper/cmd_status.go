@@ -30,7 +30,10 @@ func newStatusCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 soft_deleted, purging, orphan_marker (marker left, data gone),
 invalid_marker (never purged) or not_found, with deleted_at, TTL, purge
 time and notes (due, due in 3h, problems, lease holder). It reads the root
-with one listing and one read per marker; it changes nothing.
+with one listing and one read per marker; it changes nothing. Rows are
+printed as the listing passes each name, so a root of millions of tables
+prints as it is read; the table's columns are aligned over blocks of
+10,000 rows.
 
 JSON (-o json) is an array of objects with name, state, deleted_at_ms,
 ttl_ms, purge_after_ms, due, below_min_ttl (purge skips it: its TTL is below
@@ -65,17 +68,16 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	all, err := ns.Status(ctx, o.Names...)
-	if err != nil {
-		return storeError(ns.URI(), err)
-	}
-	// Due-ness is the store's clock's to judge, as purge judges it.
-	now, err := ns.StoreNow(ctx)
-	if err != nil {
-		return storeError(ns.URI(), err)
-	}
+	// Rows are printed as the root's listing passes each name, judged by
+	// the store's clock, as purge judges them.
+	var p statusPrinter = newStatusTable(stdout, floor)
 	if o.Output == formatJSON {
-		return renderStatusJSON(stdout, all, now, floor)
+		p = newStatusJSON(stdout, floor)
 	}
-	return renderStatusTable(stdout, all, now, floor)
+	err = ns.EachStatus(ctx, p.row, o.Names...)
+	if err != nil {
+		_ = p.close(false)
+		return storeError(ns.URI(), err)
+	}
+	return p.close(true)
 }

@@ -1,16 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lance-reaper/reaper"
-	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
 // Output formats of -o.
@@ -74,32 +73,113 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func renderStatusJSON(w io.Writer, all []reaper.TableStatus, now time.Time, floor time.Duration) error {
-	out := make([]statusJSON, len(all))
-	for i, s := range all {
-		out[i] = toStatusJSON(s, now, floor)
-	}
-	return writeJSON(w, out)
+	return renderStatus(newStatusJSON(w, floor), all, now)
 }
 
 // renderStatusTable prints aligned columns NAME STATE DELETED_AT TTL
 // PURGE_AFTER NOTE; floor is the TTL floor purge applies (0: none).
 func renderStatusTable(w io.Writer, all []reaper.TableStatus, now time.Time, floor time.Duration) error {
-	if len(all) == 0 {
-		_, err := fmt.Fprintln(w, "no tables in this root")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tDELETED_AT\tTTL\tPURGE_AFTER\tNOTE")
+	return renderStatus(newStatusTable(w, floor), all, now)
+}
+
+func renderStatus(p statusPrinter, all []reaper.TableStatus, now time.Time) error {
 	for _, s := range all {
-		deleted, ttl, after := "-", "-", "-"
-		if s.Marker != nil {
-			deleted = formatTime(s.DeletedAt)
-			ttl = formatDuration(s.TTL)
-			after = formatTime(s.PurgeAfter)
+		if err := p.row(s, now); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayName(s.Name), s.State, deleted, ttl, after, safeText(statusNote(s, now, floor)))
 	}
-	return tw.Flush()
+	return p.close(true)
+}
+
+// statusPrinter writes the rows of `reaper status` as the root's listing
+// hands them over (reaper.Namespace.EachStatus), so a root of a million
+// tables is never held whole. close(false) ends an output cut short by an
+// error: the rows written stay, and a JSON array is left unclosed, so no
+// reader takes it for the whole root.
+type statusPrinter interface {
+	row(s reaper.TableStatus, now time.Time) error
+	close(complete bool) error
+}
+
+// statusJSON writes the JSON array element by element.
+type statusJSONPrinter struct {
+	w     *bufio.Writer
+	a     jsonArray
+	floor time.Duration
+}
+
+func newStatusJSON(w io.Writer, floor time.Duration) *statusJSONPrinter {
+	bw := flushTo(w)
+	return &statusJSONPrinter{w: bw, a: jsonArray{w: bw}, floor: floor}
+}
+
+func (p *statusJSONPrinter) row(s reaper.TableStatus, now time.Time) error {
+	return p.a.add(toStatusJSON(s, now, p.floor))
+}
+
+func (p *statusJSONPrinter) close(complete bool) error {
+	if complete {
+		p.a.close()
+		p.w.WriteString("\n")
+	}
+	return p.w.Flush()
+}
+
+// statusTableRows is how many rows of the status table are aligned
+// together: a root of up to that many names prints as one table; a
+// larger one in blocks of that many rows, each aligned to the widest cell
+// seen so far (so columns only ever widen down the output).
+const statusTableRows = 10_000
+
+// statusTablePrinter writes the aligned table in blocks of rows.
+type statusTablePrinter struct {
+	w     *bufio.Writer
+	cols  columns
+	rows  [][]string
+	n     int
+	floor time.Duration
+}
+
+func newStatusTable(w io.Writer, floor time.Duration) *statusTablePrinter {
+	return &statusTablePrinter{w: flushTo(w), floor: floor,
+		rows: [][]string{{"NAME", "STATE", "DELETED_AT", "TTL", "PURGE_AFTER", "NOTE"}}}
+}
+
+func (p *statusTablePrinter) row(s reaper.TableStatus, now time.Time) error {
+	deleted, ttl, after := "-", "-", "-"
+	if s.Marker != nil {
+		deleted = formatTime(s.DeletedAt)
+		ttl = formatDuration(s.TTL)
+		after = formatTime(s.PurgeAfter)
+	}
+	p.rows = append(p.rows, []string{displayName(s.Name), string(s.State), deleted, ttl, after, safeText(statusNote(s, now, p.floor))})
+	p.n++
+	if len(p.rows) > statusTableRows {
+		return p.flushRows()
+	}
+	return nil
+}
+
+// flushRows aligns and writes the rows held.
+func (p *statusTablePrinter) flushRows() error {
+	for _, r := range p.rows {
+		p.cols.fit(r)
+	}
+	for _, r := range p.rows {
+		p.cols.write(p.w, r)
+	}
+	p.rows = p.rows[:0]
+	return p.w.Flush()
+}
+
+func (p *statusTablePrinter) close(complete bool) error {
+	if p.n == 0 {
+		if complete {
+			p.w.WriteString("no tables in this root\n")
+		}
+		return p.w.Flush()
+	}
+	return p.flushRows()
 }
 
 // statusNote says what an operator needs to know about one table.
@@ -143,149 +223,6 @@ func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string
 		return "-" // a trailing empty cell would leave padding at the line end
 	}
 	return strings.Join(notes, "; ")
-}
-
-// purgeReport is the result of one purge pass, also its JSON form. The
-// three lists are never nil, so JSON always shows arrays.
-type purgeReport struct {
-	Purged  []purgedJSON  `json:"purged"`
-	Skipped []skippedJSON `json:"skipped"`
-	Failed  []failedJSON  `json:"failed"`
-	DryRun  bool          `json:"dry_run,omitempty"`
-	// LedgerErrors are the audit ledger's failed writes: each fails the
-	// pass (exit 1). Absent when there are none.
-	LedgerErrors []string `json:"ledger_errors,omitempty"`
-	// misconfigured holds the root failures an operator fixes in the
-	// configuration (exit 2), each "<root>: <problem>; <fix>".
-	misconfigured []error
-}
-
-type purgedJSON struct {
-	Root    string `json:"root,omitempty"`
-	Name    string `json:"name"`
-	Objects int64  `json:"objects"`
-	Bytes   int64  `json:"bytes"`
-}
-
-// skippedJSON is a table kept by the pass: Action and Code are the outcome
-// vocabulary (as in the ledger and the metrics), Reason the sentence.
-type skippedJSON struct {
-	Root   string         `json:"root,omitempty"`
-	Name   string         `json:"name"`
-	Action outcome.Action `json:"action"`
-	Code   outcome.Reason `json:"code"`
-	Reason string         `json:"reason"`
-}
-
-// failedJSON is a failed table (or root, without a name): Code is its
-// outcome reason, Error the sentence.
-type failedJSON struct {
-	Root  string         `json:"root,omitempty"`
-	Name  string         `json:"name"`
-	Code  outcome.Reason `json:"code"`
-	Error string         `json:"error"`
-}
-
-func newPurgeReport(dryRun bool) *purgeReport {
-	return &purgeReport{Purged: []purgedJSON{}, Skipped: []skippedJSON{}, Failed: []failedJSON{}, DryRun: dryRun}
-}
-
-func (r *purgeReport) totals() (objects, bytes int64) {
-	for _, p := range r.Purged {
-		objects += p.Objects
-		bytes += p.Bytes
-	}
-	return objects, bytes
-}
-
-// failedTables are the failed entries that name a table.
-func (r *purgeReport) failedTables() []failedJSON {
-	var out []failedJSON
-	for _, f := range r.Failed {
-		if f.Name != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// failedRoots are the roots that could not be opened or listed.
-func (r *purgeReport) failedRoots() []failedJSON {
-	var out []failedJSON
-	for _, f := range r.Failed {
-		if f.Name == "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// summary is the last line of the table output.
-func (r *purgeReport) summary() string {
-	objects, bytes := r.totals()
-	tables, roots := r.failedTables(), r.failedRoots()
-	s := fmt.Sprintf("reclaimed %d objects, %s from %d tables; %d skipped, %d failed",
-		objects, humanBytes(bytes), len(r.Purged), len(r.Skipped), len(tables))
-	if len(roots) > 0 {
-		s += fmt.Sprintf("; %d root(s) could not be read", len(roots))
-	}
-	if r.DryRun {
-		s = "dry run, nothing was deleted: would have " + s
-	}
-	return s
-}
-
-// renderPurgeTable prints one section per outcome and the summary line.
-func renderPurgeTable(w io.Writer, r *purgeReport) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	purged := "PURGED"
-	if r.DryRun {
-		purged = "WOULD PURGE (dry run)"
-	}
-	if len(r.Purged) > 0 {
-		fmt.Fprintf(tw, "%s: %d\n", purged, len(r.Purged))
-		fmt.Fprintln(tw, "  NAME\tOBJECTS\tBYTES")
-		for _, p := range r.Purged {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\n", displayName(p.Name), p.Objects, humanBytes(p.Bytes))
-		}
-		fmt.Fprintln(tw)
-	}
-	if len(r.Skipped) > 0 {
-		fmt.Fprintf(tw, "SKIPPED: %d (kept for now; a later pass retries)\n", len(r.Skipped))
-		fmt.Fprintln(tw, "  NAME\tREASON")
-		for _, s := range r.Skipped {
-			fmt.Fprintf(tw, "  %s\t%s\n", displayName(s.Name), safeText(s.Reason))
-		}
-		fmt.Fprintln(tw)
-	}
-	if tables := r.failedTables(); len(tables) > 0 {
-		fmt.Fprintf(tw, "FAILED: %d (needs an operator)\n", len(tables))
-		fmt.Fprintln(tw, "  NAME\tERROR")
-		for _, f := range tables {
-			fmt.Fprintf(tw, "  %s\t%s\n", displayName(f.Name), safeText(f.Error))
-		}
-		fmt.Fprintln(tw)
-	}
-	if roots := r.failedRoots(); len(roots) > 0 {
-		fmt.Fprintf(tw, "ROOTS FAILED: %d (not read; nothing in them was purged)\n", len(roots))
-		fmt.Fprintln(tw, "  ROOT\tERROR")
-		for _, f := range roots {
-			fmt.Fprintf(tw, "  %s\t%s\n", safeText(f.Root), safeText(f.Error))
-		}
-		fmt.Fprintln(tw)
-	}
-	if len(r.LedgerErrors) > 0 {
-		fmt.Fprintf(tw, "AUDIT LEDGER: %d write(s) failed (the audit trail of this pass may be incomplete)\n", len(r.LedgerErrors))
-		for _, e := range r.LedgerErrors {
-			fmt.Fprintf(tw, "  %s\n", e)
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(w, r.summary())
-	return err
 }
 
 // formatTime renders a time in UTC RFC 3339; a saturated purge time (a TTL

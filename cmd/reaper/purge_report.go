@@ -1,0 +1,263 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/worker"
+)
+
+// This file owns the purge report: what `reaper purge` prints of a pass,
+// as JSON or as a table. Both are written entry by entry (columns.go): a
+// pass over a root of a million tables reports a million of them.
+
+// purgeReport is the result of one purge pass, also its JSON form. The
+// three lists are never nil, so JSON always shows arrays.
+type purgeReport struct {
+	Purged  []purgedJSON  `json:"purged"`
+	Skipped []skippedJSON `json:"skipped"`
+	Failed  []failedJSON  `json:"failed"`
+	DryRun  bool          `json:"dry_run,omitempty"`
+	// LedgerErrors are the audit ledger's failed writes: each fails the
+	// pass (exit 1). Absent when there are none.
+	LedgerErrors []string `json:"ledger_errors,omitempty"`
+	// misconfigured holds the root failures an operator fixes in the
+	// configuration (exit 2), each "<root>: <problem>; <fix>".
+	misconfigured []error
+	// notDue are the roots' tables not due yet, skipped too, by root:
+	// listed among Skipped (skipped) from the pass's compact records,
+	// never as entries of their own (a root may have millions).
+	notDue []notDueRoot
+}
+
+// notDueRoot is one root's not-due tables; root is its name in the report
+// ("" when the report names no root).
+type notDueRoot struct {
+	root string
+	rr   *worker.RootReport
+}
+
+type purgedJSON struct {
+	Root    string `json:"root,omitempty"`
+	Name    string `json:"name"`
+	Objects int64  `json:"objects"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// skippedJSON is a table kept by the pass: Action and Code are the outcome
+// vocabulary (as in the ledger and the metrics), Reason the sentence.
+type skippedJSON struct {
+	Root   string         `json:"root,omitempty"`
+	Name   string         `json:"name"`
+	Action outcome.Action `json:"action"`
+	Code   outcome.Reason `json:"code"`
+	Reason string         `json:"reason"`
+}
+
+// failedJSON is a failed table (or root, without a name): Code is its
+// outcome reason, Error the sentence.
+type failedJSON struct {
+	Root  string         `json:"root,omitempty"`
+	Name  string         `json:"name"`
+	Code  outcome.Reason `json:"code"`
+	Error string         `json:"error"`
+}
+
+func newPurgeReport(dryRun bool) *purgeReport {
+	return &purgeReport{Purged: []purgedJSON{}, Skipped: []skippedJSON{}, Failed: []failedJSON{}, DryRun: dryRun}
+}
+
+func (r *purgeReport) totals() (objects, bytes int64) {
+	for _, p := range r.Purged {
+		objects += p.Objects
+		bytes += p.Bytes
+	}
+	return objects, bytes
+}
+
+// skippedLen is how many tables were skipped, not-due ones included.
+func (r *purgeReport) skippedLen() int {
+	n := len(r.Skipped)
+	for _, nd := range r.notDue {
+		n += nd.rr.NotDueLen()
+	}
+	return n
+}
+
+// skipped yields every skipped table by root and name: Skipped merged
+// with the not-due tables.
+func (r *purgeReport) skipped() iter.Seq[skippedJSON] {
+	return func(yield func(skippedJSON) bool) {
+		rest := r.Skipped
+		for _, nd := range r.notDue {
+			for d := range nd.rr.NotDue() {
+				s := skippedJSON{Root: nd.root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(d)}
+				for len(rest) > 0 && compareSkipped(rest[0], s) < 0 {
+					if !yield(rest[0]) {
+						return
+					}
+					rest = rest[1:]
+				}
+				if !yield(s) {
+					return
+				}
+			}
+		}
+		for _, s := range rest {
+			if !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// compareSkipped orders skipped tables by root, then name.
+func compareSkipped(a, b skippedJSON) int {
+	return cmp.Or(strings.Compare(a.Root, b.Root), strings.Compare(a.Name, b.Name))
+}
+
+// failedTables are the failed entries that name a table.
+func (r *purgeReport) failedTables() []failedJSON {
+	var out []failedJSON
+	for _, f := range r.Failed {
+		if f.Name != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// failedRoots are the roots that could not be opened or listed.
+func (r *purgeReport) failedRoots() []failedJSON {
+	var out []failedJSON
+	for _, f := range r.Failed {
+		if f.Name == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// summary is the last line of the table output.
+func (r *purgeReport) summary() string {
+	objects, bytes := r.totals()
+	tables, roots := r.failedTables(), r.failedRoots()
+	s := fmt.Sprintf("reclaimed %d objects, %s from %d tables; %d skipped, %d failed",
+		objects, humanBytes(bytes), len(r.Purged), r.skippedLen(), len(tables))
+	if len(roots) > 0 {
+		s += fmt.Sprintf("; %d root(s) could not be read", len(roots))
+	}
+	if r.DryRun {
+		s = "dry run, nothing was deleted: would have " + s
+	}
+	return s
+}
+
+// writePurgeJSON writes the report as writeJSON would, entry by entry.
+func writePurgeJSON(w io.Writer, r *purgeReport) error {
+	bw := flushTo(w)
+	bw.WriteString("{\n  \"purged\": ")
+	if err := writeJSONArray(bw, "  ", slices.Values(r.Purged)); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"skipped\": ")
+	if err := writeJSONArray(bw, "  ", r.skipped()); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"failed\": ")
+	if err := writeJSONArray(bw, "  ", slices.Values(r.Failed)); err != nil {
+		return err
+	}
+	if r.DryRun {
+		bw.WriteString(",\n  \"dry_run\": true")
+	}
+	if len(r.LedgerErrors) > 0 {
+		bw.WriteString(",\n  \"ledger_errors\": ")
+		if err := writeJSONArray(bw, "  ", slices.Values(r.LedgerErrors)); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
+}
+
+// renderPurgeTable prints one section per outcome and the summary line,
+// each section's columns aligned over all its rows.
+func renderPurgeTable(w io.Writer, r *purgeReport) error {
+	bw := flushTo(w)
+	purged := "PURGED"
+	if r.DryRun {
+		purged = "WOULD PURGE (dry run)"
+	}
+	if len(r.Purged) > 0 {
+		fmt.Fprintf(bw, "%s: %d\n", purged, len(r.Purged))
+		writeTable(bw, func(yield func([]string) bool) {
+			if !yield([]string{"  NAME", "OBJECTS", "BYTES"}) {
+				return
+			}
+			for _, p := range r.Purged {
+				if !yield([]string{"  " + displayName(p.Name), strconv.FormatInt(p.Objects, 10), humanBytes(p.Bytes)}) {
+					return
+				}
+			}
+		})
+		bw.WriteString("\n")
+	}
+	if n := r.skippedLen(); n > 0 {
+		fmt.Fprintf(bw, "SKIPPED: %d (kept for now; a later pass retries)\n", n)
+		writeTable(bw, func(yield func([]string) bool) {
+			if !yield([]string{"  NAME", "REASON"}) {
+				return
+			}
+			for s := range r.skipped() {
+				if !yield([]string{"  " + displayName(s.Name), safeText(s.Reason)}) {
+					return
+				}
+			}
+		})
+		bw.WriteString("\n")
+	}
+	if tables := r.failedTables(); len(tables) > 0 {
+		fmt.Fprintf(bw, "FAILED: %d (needs an operator)\n", len(tables))
+		writeTable(bw, func(yield func([]string) bool) {
+			if !yield([]string{"  NAME", "ERROR"}) {
+				return
+			}
+			for _, f := range tables {
+				if !yield([]string{"  " + displayName(f.Name), safeText(f.Error)}) {
+					return
+				}
+			}
+		})
+		bw.WriteString("\n")
+	}
+	if roots := r.failedRoots(); len(roots) > 0 {
+		fmt.Fprintf(bw, "ROOTS FAILED: %d (not read; nothing in them was purged)\n", len(roots))
+		writeTable(bw, func(yield func([]string) bool) {
+			if !yield([]string{"  ROOT", "ERROR"}) {
+				return
+			}
+			for _, f := range roots {
+				if !yield([]string{"  " + safeText(f.Root), safeText(f.Error)}) {
+					return
+				}
+			}
+		})
+		bw.WriteString("\n")
+	}
+	if len(r.LedgerErrors) > 0 {
+		fmt.Fprintf(bw, "AUDIT LEDGER: %d write(s) failed (the audit trail of this pass may be incomplete)\n", len(r.LedgerErrors))
+		for _, e := range r.LedgerErrors {
+			fmt.Fprintf(bw, "  %s\n", safeText(e))
+		}
+		bw.WriteString("\n")
+	}
+	bw.WriteString(r.summary() + "\n")
+	return bw.Flush()
+}
