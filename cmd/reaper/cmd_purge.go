@@ -200,7 +200,7 @@ func (r *purgeReport) err() error {
 func notStarted(rep *worker.Report) int {
 	n := 0
 	for _, rr := range rep.Roots {
-		for _, d := range rr.Decisions {
+		for d := range rr.All() {
 			if d.Reason == outcome.ReasonShutdown && d.Lease == "" {
 				n++
 			}
@@ -212,9 +212,10 @@ func notStarted(rep *worker.Report) int {
 // purgeReportOf flattens a pass into the purge JSON: purged (and dry-run)
 // tables, skipped ones with a reason, failed ones with an error. Entries
 // carry their root when the pass covers more than one (or may: several
-// configured roots, discovery patterns). The tables not due yet stay in
-// the pass's report (its compact records) and are listed among the
-// skipped when the report is written.
+// configured roots, discovery patterns). The routine decisions (tables
+// not due yet, or kept back with their whole root) stay in the pass's
+// report (its compact records) and are listed among the skipped when the
+// report is written.
 func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 	out := newPurgeReport(rep.DryRun)
 	for _, err := range rep.LedgerErrors {
@@ -234,8 +235,8 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			}
 			out.Failed = append(out.Failed, failedJSON{Root: rr.Root, Code: outcome.ReasonRootError, Error: msg})
 		}
-		if rr.NotDueLen() > 0 {
-			out.notDue = append(out.notDue, notDueRoot{root: root, rr: rr})
+		if rr.RoutineLen() > 0 {
+			out.routine = append(out.routine, routineRoot{root: root, rr: rr})
 		}
 		// Tables finish in any order under concurrency; report them in plan
 		// order (oldest purge_after first), sorting indexes rather than a
@@ -266,8 +267,8 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 	key := func(root, name string) string { return root + "\x00" + name }
 	sortByName(out.Skipped, func(s skippedJSON) string { return key(s.Root, s.Name) })
 	sortByName(out.Failed, func(f failedJSON) string { return key(f.Root, f.Name) })
-	// The skipped list merges with the not-due tables by root and name.
-	slices.SortStableFunc(out.notDue, func(a, b notDueRoot) int { return strings.Compare(a.root, b.root) })
+	// The skipped list merges with the routine decisions by root and name.
+	slices.SortStableFunc(out.routine, func(a, b routineRoot) int { return strings.Compare(a.root, b.root) })
 	return out
 }
 

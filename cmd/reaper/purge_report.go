@@ -30,15 +30,16 @@ type purgeReport struct {
 	// misconfigured holds the root failures an operator fixes in the
 	// configuration (exit 2), each "<root>: <problem>; <fix>".
 	misconfigured []error
-	// notDue are the roots' tables not due yet, skipped too, by root:
-	// listed among Skipped (skipped) from the pass's compact records,
-	// never as entries of their own (a root may have millions).
-	notDue []notDueRoot
+	// routine are the roots' routine decisions (worker.RootReport.Routine:
+	// not due, paused, refused by the blast radius, limits), all skipped,
+	// by root: listed among Skipped (skipped) from the pass's compact
+	// records, never as entries of their own (a root may have millions).
+	routine []routineRoot
 }
 
-// notDueRoot is one root's not-due tables; root is its name in the report
-// ("" when the report names no root).
-type notDueRoot struct {
+// routineRoot is one root's routine decisions; root is its name in the
+// report ("" when the report names no root).
+type routineRoot struct {
 	root string
 	rr   *worker.RootReport
 }
@@ -81,22 +82,22 @@ func (r *purgeReport) totals() (objects, bytes int64) {
 	return objects, bytes
 }
 
-// skippedLen is how many tables were skipped, not-due ones included.
+// skippedLen is how many tables were skipped, routine ones included.
 func (r *purgeReport) skippedLen() int {
 	n := len(r.Skipped)
-	for _, nd := range r.notDue {
-		n += nd.rr.NotDueLen()
+	for _, nd := range r.routine {
+		n += nd.rr.RoutineLen()
 	}
 	return n
 }
 
 // skipped yields every skipped table by root and name: Skipped merged
-// with the not-due tables.
+// with the routine decisions.
 func (r *purgeReport) skipped() iter.Seq[skippedJSON] {
 	return func(yield func(skippedJSON) bool) {
 		rest := r.Skipped
-		for _, nd := range r.notDue {
-			for d := range nd.rr.NotDue() {
+		for _, nd := range r.routine {
+			for d := range nd.rr.Routine() {
 				s := skippedJSON{Root: nd.root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(d)}
 				for len(rest) > 0 && compareSkipped(rest[0], s) < 0 {
 					if !yield(rest[0]) {

@@ -74,6 +74,12 @@ func passReport(t *testing.T, seed uint64, roots int) *worker.Report {
 	cfg := config.Default()
 	cfg.DryRun = true
 	cfg.Safety.BlastRadiusMaxPercent = 0
+	switch seed % 4 {
+	case 2:
+		cfg.Safety.BlastRadiusMaxTables = 1 // due tables refused, kept compactly
+	case 3:
+		cfg.Paused = true
+	}
 	w := &worker.Worker{
 		Config: cfg,
 		Open:   func(_ context.Context, r config.Root) (objstore.Store, error) { return stores[r.URI], nil },

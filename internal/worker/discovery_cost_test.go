@@ -181,7 +181,7 @@ func TestDiscoveredRootCostsWhatAConfiguredOneDoes(t *testing.T) {
 						want["old"] = string(outcome.Purged) + "/" + string(outcome.ReasonDue)
 					}
 					got := map[string]string{}
-					for _, d := range rr.Decisions {
+					for d := range rr.All() {
 						got[d.Table] = string(d.Action) + "/" + string(d.Reason)
 					}
 					require.Equal(t, want, got, rr.Root)

@@ -110,7 +110,7 @@ func TestMetricsObserverUsesTheVocabulary(t *testing.T) {
 			}
 			require.Equal(t, tc.want, got)
 			// And each decision's reason is one of its label values.
-			for _, d := range rep.Roots[0].Decisions {
+			for d := range rep.Roots[0].All() {
 				switch d.Action {
 				case outcome.Skipped, outcome.Held:
 					require.Contains(t, outcome.SkipReasons(), d.Reason, d.Table)
@@ -121,7 +121,7 @@ func TestMetricsObserverUsesTheVocabulary(t *testing.T) {
 			results := counters(t, reg, "result")
 			require.Equal(t, 1.0, results["reaper_passes_total{"+string(rep.Result())+"}"])
 			leases := map[string]float64{}
-			for _, d := range rep.Roots[0].Decisions {
+			for d := range rep.Roots[0].All() {
 				if d.Lease != "" {
 					leases["reaper_lock_acquisitions_total{"+d.Lease+"}"]++
 				}
@@ -155,7 +155,7 @@ func TestLedgerRows(t *testing.T) {
 	for _, r := range rows {
 		byName[r.Table] = r
 	}
-	for _, d := range rep.Roots[0].Decisions {
+	for d := range rep.Roots[0].All() {
 		r := byName[d.Table]
 		require.Equal(t, rep.PassID, r.PassID)
 		require.Equal(t, string(d.Action), r.Action, d.Table)

@@ -24,8 +24,9 @@ type rootPlan struct {
 	// due, oldest purge_after first; the other lists by name.
 	due                              []lifecycle.TableStatus
 	unpurgeable, held, invalid, busy []lifecycle.TableStatus
-	// notDue are the not-due tables kept as briefs, notDueFull those a
-	// brief cannot carry (a stale commit's problem).
+	// notDue are the not-due tables kept as briefs (decided, they are the
+	// report's), notDueFull those a brief cannot carry (a stale commit's
+	// problem).
 	notDue     []brief
 	notDueFull []lifecycle.TableStatus
 	leaseOnly  []string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
@@ -115,12 +116,12 @@ func TestPassDecidesAsItsPlan(t *testing.T) {
 
 		// The report keeps the not-due decisions compactly and yields them
 		// as they were made.
-		require.Equal(t, len(plan.NotDue), rr.NotDueLen())
+		require.Equal(t, len(plan.NotDue), rr.RoutineLen())
 		for _, d := range rr.Decisions {
 			require.NotEqual(t, outcome.ReasonNotDue, d.Reason, "%s: a not-due decision kept whole", d.Table)
 		}
 		var fromReport []Decision
-		for d := range rr.NotDue() {
+		for d := range rr.Routine() {
 			fromReport = append(fromReport, d)
 		}
 		made := f.rec.decisions[len(want)-len(plan.NotDue) : len(want)]
@@ -174,5 +175,75 @@ func TestNotDueWithAProblemIsKeptWhole(t *testing.T) {
 	require.Len(t, rr.Decisions, 1)
 	require.Equal(t, "b", rr.Decisions[0].Table)
 	require.True(t, strings.Contains(rr.Decisions[0].Status.Problem, lifecycle.CommitKey("b")), rr.Decisions[0].Status.Problem)
-	require.Equal(t, 2, rr.NotDueLen())
+	require.Equal(t, 2, rr.RoutineLen())
+}
+
+// TestRoutineDecisionsAreKeptCompactly: decisions that did no work and
+// say the same of many tables (a paused root, a blast radius refusal, the
+// pass's table limit) are kept as briefs: Decisions holds none of them,
+// Routine yields each as the observers received it, by name, and the
+// totals count them.
+func TestRoutineDecisionsAreKeptCompactly(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(f *fixture)
+		cfg    func(c *config.Config)
+		reason outcome.Reason
+		action outcome.Action
+		whole  int // decisions kept whole (the tables purged)
+	}{
+		{"paused", func(f *fixture) {
+			_, err := f.store(0).Put(context.Background(), PauseKey, nil)
+			require.NoError(f.t, err)
+		}, nil, outcome.ReasonPaused, outcome.Skipped, 0},
+		{"blast radius", nil, func(c *config.Config) { c.Safety.BlastRadiusMaxTables = 2 }, outcome.ReasonBlastRadius, outcome.Refused, 0},
+		{"limit", nil, func(c *config.Config) { c.Limits.MaxTablesPerPass = 2 }, outcome.ReasonLimit, outcome.Skipped, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, objstoretest.Memory, 1)
+			for _, n := range []string{"e", "a", "d", "b", "c"} {
+				f.table(0, n, 1, 1, day)
+			}
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			cfg := baseConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			rep, err := f.worker(cfg, 2*day).Pass(context.Background(), nil)
+			require.NoError(t, err)
+			rr := rep.Roots[0]
+			require.Len(t, rr.Decisions, tc.whole)
+			var routine []Decision
+			for d := range rr.Routine() {
+				routine = append(routine, d)
+			}
+			require.Len(t, routine, 5-tc.whole)
+			var names []string
+			for _, d := range routine {
+				names = append(names, d.Table)
+				require.Equal(t, tc.reason, d.Reason, d.Table)
+				require.Equal(t, tc.action, d.Action, d.Table)
+			}
+			require.IsIncreasing(t, names, "by name")
+			// As the observers received them.
+			made := map[string]Decision{}
+			for _, d := range f.rec.decisions {
+				d.Status.MarkerModified, d.Status.MarkerETag = time.Time{}, ""
+				made[d.Table] = d
+			}
+			for _, d := range routine {
+				m := made[d.Table]
+				require.True(t, m.Started.Equal(d.Started), d.Table)
+				m.Started, m.Finished, d.Started, d.Finished = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+				require.Equal(t, m, d)
+			}
+			tot := rep.Totals()
+			require.Equal(t, 5-tc.whole, tot.Skipped+tot.Refused)
+			if tc.whole == 0 {
+				require.Equal(t, rr.Plan, rr.After(), "nothing purged: the backlog is the plan")
+			}
+		})
+	}
 }

@@ -38,9 +38,10 @@ var startRails = []startRail{
 type rootRail struct {
 	reason outcome.Reason
 	// apply returns the tables it lets through and the decision of each it
-	// holds back; refuse refuses the root, so no later rail runs and
-	// nothing is purged.
-	apply func(rc *railContext, due []lifecycle.TableStatus) (kept []lifecycle.TableStatus, held []Decision, refuse bool)
+	// holds back; refuse, when not nil, refuses the root: every due table
+	// is decided as refuse says (its action and detail), no later rail
+	// runs and nothing is purged.
+	apply func(rc *railContext, due []lifecycle.TableStatus) (kept []lifecycle.TableStatus, held []Decision, refuse *Decision)
 }
 
 // startRail holds back one table about to start.
@@ -81,7 +82,13 @@ func applyRootRails(rc *railContext, due []lifecycle.TableStatus) []lifecycle.Ta
 			}
 			rc.p.decide(rc.rr, d)
 		}
-		if refuse {
+		if refuse != nil {
+			// One decision at a time: a mass drop refuses every table.
+			for _, s := range due {
+				d := *refuse
+				d.Table, d.Reason, d.Status = s.Name, r.reason, s
+				rc.p.decide(rc.rr, d)
+			}
 			rc.rr.Refused = r.reason
 			return nil
 		}
@@ -105,7 +112,7 @@ func applyStartRails(ctx context.Context, p *pass, t *ticket) (Decision, bool) {
 // safety.allow_short_ttl. A committed purge is finished whatever the
 // rails say: it passed them when it committed, and the table is partly
 // gone; an orphan marker has no data left to protect.
-func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
+func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, *Decision) {
 	var kept []lifecycle.TableStatus
 	var held []Decision
 	floor := rc.safety.MinTTL.D()
@@ -117,22 +124,18 @@ func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.Tab
 		}
 		kept = append(kept, s)
 	}
-	return kept, held, false
+	return kept, held, nil
 }
 
 // pauseRail refuses a paused root: why is what readPause found before the
 // root was planned. Each purge also re-reads PAUSE before every batch.
-func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
+func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, *Decision) {
 	why := rc.paused
 	if why == "" {
-		return due, nil, false
+		return due, nil, nil
 	}
 	rc.log.Warn("root paused: nothing purged", "why", why, "due", len(due))
-	held := make([]Decision, 0, len(due))
-	for _, s := range due {
-		held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Detail: why, Status: s})
-	}
-	return nil, held, true
+	return nil, nil, &Decision{Action: outcome.Skipped, Detail: why}
 }
 
 // readPause says why the root is paused, "" when it is not: the config
@@ -154,18 +157,14 @@ func readPause(ctx context.Context, p *pass, ns *lifecycle.Namespace) string {
 
 // blastRadiusRail refuses a root where too many tables are due at once:
 // a mass drop by mistake must not become a mass purge.
-func blastRadiusRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, bool) {
+func blastRadiusRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, *Decision) {
 	why := blastRadius(rc.safety, uncommitted(due), rc.rr.Plan.Tables)
 	if why == "" {
-		return due, nil, false
+		return due, nil, nil
 	}
 	rc.log.Error("ROOT REFUSED: blast radius exceeded; nothing purged. Raise safety.blast_radius_* or set safety.confirm_blast_radius for one pass after checking the drops",
 		"due", len(due), "tables", rc.rr.Plan.Tables, "why", why)
-	held := make([]Decision, 0, len(due))
-	for _, s := range due {
-		held = append(held, Decision{Table: s.Name, Action: outcome.Refused, Detail: why, Status: s})
-	}
-	return nil, held, true
+	return nil, nil, &Decision{Action: outcome.Refused, Detail: why}
 }
 
 // uncommitted counts the due tables whose purge has not committed yet:

@@ -202,7 +202,7 @@ func TestStartRails(t *testing.T) {
 			require.Equal(t, tc.want, byTable(rep, 0))
 			require.Equal(t, tc.interrupted, rep.Interrupted)
 			require.Equal(t, tc.deadline, rep.DeadlineHit)
-			for _, d := range rep.Roots[0].Decisions {
+			for d := range rep.Roots[0].All() {
 				if d.Action == outcome.Skipped {
 					require.True(t, strings.Contains(d.Detail, "next pass"), "%s: %q says the next pass finishes it", d.Table, d.Detail)
 				}

@@ -38,22 +38,25 @@ type RootReport struct {
 	Finished time.Time
 	Plan     PlanSummary
 	Refused  outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
-	// Decisions are the root's decisions but those of tables not due yet,
-	// most of a big root's: the report keeps those compactly (brief.go).
-	// All yields every decision, NotDue those alone.
+	// Decisions are the root's decisions but its routine ones (brief.go:
+	// not due, or kept back with the whole root or by the pass's limits,
+	// most of a big root's), which the report keeps compactly. All yields
+	// every decision, Routine the routine ones alone.
 	Decisions []Decision
 	Err       error
 
-	// notDue are the not-due decisions, by name.
-	notDue []brief
+	// briefs are the routine decisions (by name once the root is done),
+	// kinds what they say.
+	briefs []brief
+	kinds  []briefKind
 	// due is the plan's due list and planNow the store's time it was
 	// judged at, for After; planNow is zero when the root was not planned.
 	due     []lifecycle.TableStatus
 	planNow time.Time
 }
 
-// All yields every decision of the root: Decisions, then the not-due
-// ones by name (NotDue).
+// All yields every decision of the root: Decisions, then the routine ones
+// (Routine).
 func (rr *RootReport) All() iter.Seq[Decision] {
 	return func(yield func(Decision) bool) {
 		for _, d := range rr.Decisions {
@@ -61,7 +64,7 @@ func (rr *RootReport) All() iter.Seq[Decision] {
 				return
 			}
 		}
-		for d := range rr.NotDue() {
+		for d := range rr.Routine() {
 			if !yield(d) {
 				return
 			}
@@ -69,22 +72,23 @@ func (rr *RootReport) All() iter.Seq[Decision] {
 	}
 }
 
-// NotDue yields the decisions of the tables not due yet, by name, as the
-// observers received them but for their Status's MarkerModified and
-// MarkerETag, which the report does not keep. A not-due table the plan
-// reported with a problem is in Decisions instead.
-func (rr *RootReport) NotDue() iter.Seq[Decision] {
+// Routine yields the root's routine decisions by table name: tables not
+// due yet, and due tables kept back with the whole root (paused,
+// blast_radius) or by the pass's limits (limit, shutdown, deadline). Each
+// is the decision the observers received but for its Status's
+// MarkerModified and MarkerETag, which the report does not keep.
+func (rr *RootReport) Routine() iter.Seq[Decision] {
 	return func(yield func(Decision) bool) {
-		for i := range rr.notDue {
-			if !yield(rr.notDue[i].decision(rr.Root)) {
+		for i := range rr.briefs {
+			if !yield(rr.decisionOf(&rr.briefs[i])) {
 				return
 			}
 		}
 	}
 }
 
-// NotDueLen is how many decisions NotDue yields.
-func (rr *RootReport) NotDueLen() int { return len(rr.notDue) }
+// RoutineLen is how many decisions Routine yields.
+func (rr *RootReport) RoutineLen() int { return len(rr.briefs) }
 
 // PlanSummary counts a root's tables by state at planning time.
 type PlanSummary struct {
@@ -144,6 +148,9 @@ func (rr *RootReport) After() PlanSummary {
 			gone[d.Table] = true
 		}
 	}
+	if len(gone) == 0 {
+		return s // the due list may be gone: a refused root drops it
+	}
 	s.OldestDue = time.Time{}
 	for _, st := range rr.due {
 		if !gone[st.Name] {
@@ -187,26 +194,13 @@ func (r *Report) Totals() Totals {
 		if rr.Refused != "" {
 			t.RefusedRoots++
 		}
-		t.Skipped += len(rr.notDue)
+		for _, b := range rr.briefs {
+			t.count(rr.kinds[b.kind].action)
+		}
 		for _, d := range rr.Decisions {
 			t.Objects += d.Objects
 			t.Bytes += d.Bytes
-			switch d.Action {
-			case outcome.Purged:
-				t.Purged++
-			case outcome.DryRun:
-				t.DryRun++
-			case outcome.Failed:
-				t.Failed++
-			case outcome.Conflict:
-				t.Conflicts++
-			case outcome.Held:
-				t.Held++
-			case outcome.Refused:
-				t.Refused++
-			default:
-				t.Skipped++
-			}
+			t.count(d.Action)
 		}
 	}
 	return t
@@ -224,6 +218,26 @@ func (r *Report) LedgerFailures() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.LedgerErrors)
+}
+
+// count adds one decision's action.
+func (t *Totals) count(a outcome.Action) {
+	switch a {
+	case outcome.Purged:
+		t.Purged++
+	case outcome.DryRun:
+		t.DryRun++
+	case outcome.Failed:
+		t.Failed++
+	case outcome.Conflict:
+		t.Conflicts++
+	case outcome.Held:
+		t.Held++
+	case outcome.Refused:
+		t.Refused++
+	default:
+		t.Skipped++
+	}
 }
 
 // Result is the pass's verdict, reaper_passes_total's result label. A

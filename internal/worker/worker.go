@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -197,6 +199,9 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
 	defer span.End()
 	defer func() {
+		p.rep.mu.Lock()
+		slices.SortStableFunc(rr.briefs, func(a, b brief) int { return strings.Compare(a.name, b.name) })
+		p.rep.mu.Unlock()
 		rr.Finished = p.now()
 		p.ledger.rootFinished(rr)
 		p.obs.RootFinished(p.rep, rr)
@@ -233,6 +238,8 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety, paused: paused}
 	due := applyRootRails(rc, plan.due)
 	if rr.Refused != "" {
+		// Every due table is decided: a mass drop's statuses go now.
+		rr.due, plan.due = nil, nil
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
@@ -282,28 +289,41 @@ func (p *pass) decidePlanned(rr *RootReport, plan *rootPlan) {
 }
 
 // decideNotDue records the not-due decisions by name: the observers
-// receive each whole, the report keeps briefs (brief.go) and, whole, the
-// few a brief cannot carry.
+// receive each whole, the report keeps the plan's briefs (brief.go) and,
+// whole, the few a brief cannot carry.
 func (p *pass) decideNotDue(rr *RootReport, plan *rootPlan) {
 	full := plan.notDueFull
+	kept := plan.notDue[:0] // the briefs decided, in place
 	for i := range plan.notDue {
-		b := &plan.notDue[i]
+		b := plan.notDue[i]
 		for len(full) > 0 && full[0].Name < b.name {
-			p.decide(rr, notDueDecision("", full[0], time.Time{}))
+			p.decide(rr, notDueDecision(full[0]))
 			full = full[1:]
 		}
-		at := p.now()
-		b.at = at.UnixNano()
-		d := notDueDecision(rr.Root, b.status(), at)
+		d := notDueDecision(b.status())
+		d.Root, d.Started = rr.Root, p.now()
+		d.Finished = d.Started
+		p.rep.mu.Lock()
+		if nb, ok := rr.routineBrief(d); ok {
+			kept = append(kept, nb)
+		} else {
+			rr.Decisions = append(rr.Decisions, d)
+		}
+		p.rep.mu.Unlock()
 		p.obs.Decision(p.rep, d)
 		logDecision(p.log, d)
 	}
 	for _, s := range full {
-		p.decide(rr, notDueDecision("", s, time.Time{}))
+		p.decide(rr, notDueDecision(s))
 	}
 	p.rep.mu.Lock()
-	rr.notDue = plan.notDue
+	if len(rr.briefs) == 0 {
+		rr.briefs = kept // no copy of what may be a million briefs
+	} else {
+		rr.briefs = append(rr.briefs, kept...)
+	}
 	p.rep.mu.Unlock()
+	plan.notDue = nil
 }
 
 // purgeAll purges the due tables, oldest first, with bounded concurrency.
@@ -407,7 +427,11 @@ func (p *pass) decide(rr *RootReport, d Decision) {
 		d.Finished = d.Started
 	}
 	p.rep.mu.Lock()
-	rr.Decisions = append(rr.Decisions, d)
+	if b, ok := rr.routineBrief(d); ok {
+		rr.briefs = append(rr.briefs, b)
+	} else {
+		rr.Decisions = append(rr.Decisions, d)
+	}
 	p.rep.mu.Unlock()
 	p.ledger.decision(d)
 	p.obs.Decision(p.rep, d)

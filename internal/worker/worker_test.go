@@ -349,7 +349,7 @@ func TestDrainingStartsNoNewTable(t *testing.T) {
 	tot := rep.Totals()
 	require.Equal(t, 2, tot.Purged)
 	require.Equal(t, 3, tot.Skipped)
-	for _, d := range rep.Roots[0].Decisions {
+	for d := range rep.Roots[0].All() {
 		if d.Action == outcome.Skipped {
 			require.Equal(t, outcome.ReasonShutdown, d.Reason)
 		}
