@@ -239,29 +239,27 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			out.routine = append(out.routine, routineRoot{root: root, rr: rr})
 		}
 		// Tables finish in any order under concurrency; report them in plan
-		// order (oldest purge_after first), sorting indexes rather than a
-		// copy of the decisions (a dry run may hold a million).
-		ds := rr.Decisions
-		order := make([]int32, len(ds))
-		for i := range order {
-			order[i] = int32(i)
-		}
-		slices.SortStableFunc(order, func(i, j int32) int {
-			if c := ds[i].Status.PurgeAfter.Compare(ds[j].Status.PurgeAfter); c != 0 {
-				return c
-			}
-			return strings.Compare(ds[i].Table, ds[j].Table)
-		})
-		for _, i := range order {
-			d := &ds[i]
+		// order (oldest purge_after first).
+		first := len(out.Purged)
+		for _, d := range rr.Decisions {
 			switch d.Action {
 			case outcome.Purged, outcome.DryRun:
-				out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes})
+				out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes, after: d.Status.PurgeAfter})
 			case outcome.Failed:
-				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: failureText(*d)})
+				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: failureText(d)})
 			default:
-				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(*d)})
+				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(d)})
 			}
+		}
+		for d := range rr.Done() {
+			out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes, after: d.Status.PurgeAfter})
+		}
+		ps := out.Purged[first:]
+		slices.SortStableFunc(ps, func(a, b purgedJSON) int {
+			return cmp.Or(a.after.Compare(b.after), strings.Compare(a.Name, b.Name))
+		})
+		for i := range ps {
+			ps[i].after = time.Time{}
 		}
 	}
 	key := func(root, name string) string { return root + "\x00" + name }

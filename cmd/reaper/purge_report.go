@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/worker"
@@ -49,6 +50,8 @@ type purgedJSON struct {
 	Name    string `json:"name"`
 	Objects int64  `json:"objects"`
 	Bytes   int64  `json:"bytes"`
+	// after is the table's purge_after while the report is put in order.
+	after time.Time
 }
 
 // skippedJSON is a table kept by the pass: Action and Code are the outcome

@@ -8,9 +8,10 @@ import (
 
 // Observer receives a pass's events: metrics and the audit ledger implement
 // it, so the pass itself knows neither. Decision may be called from several
-// goroutines at once. RootPlanned's plan holds the due tables, the stale
-// leases and the time: a pass streams the root's other names into their
-// decisions (plan.go) and keeps no list of them.
+// goroutines at once. RootPlanned's plan holds the stale leases and the
+// time only: a pass streams the root's names into its summary
+// (RootReport.Plan) and their decisions (plan.go), and keeps no list of
+// statuses to hand over.
 type Observer interface {
 	PassStarted(r *Report)
 	RootPlanned(r *Report, rr *RootReport, plan lifecycle.Plan, now time.Time)

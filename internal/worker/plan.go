@@ -21,20 +21,23 @@ import (
 type rootPlan struct {
 	now     time.Time
 	summary PlanSummary
-	// due, oldest purge_after first; the other lists by name.
-	due                              []lifecycle.TableStatus
+	// due, oldest purge_after first (due.go); the other lists by name.
+	due                              *dueList
 	unpurgeable, held, invalid, busy []lifecycle.TableStatus
 	// notDue are the not-due tables kept as briefs (decided, they are the
 	// report's), notDueFull those a brief cannot carry (a stale commit's
 	// problem).
-	notDue     []brief
+	notDue     briefList
 	notDueFull []lifecycle.TableStatus
 	leaseOnly  []string
+	// defaultTTL is the TTL of markers that carry none (briefs).
+	defaultTTL time.Duration
 }
 
 // planRoot plans one root. A plan that fails keeps nothing.
 func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root config.Root) (*rootPlan, error) {
-	rp := &rootPlan{}
+	def := ns.Options().DefaultTTL
+	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}}
 	// The plan is judged by the store's clock; this host's clock takes no
 	// part in whether a table is due. A discovered root is planned from
 	// discovery's listing of this pass (nil for a configured root).
@@ -50,8 +53,8 @@ func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root confi
 	for _, l := range [][]lifecycle.TableStatus{rp.unpurgeable, rp.held, rp.invalid, rp.busy, rp.notDueFull} {
 		slices.SortFunc(l, byName)
 	}
-	slices.SortFunc(rp.notDue, func(a, b brief) int { return strings.Compare(a.name, b.name) })
-	slices.SortFunc(rp.due, lifecycle.CompareDue)
+	sortBriefs(&rp.notDue)
+	rp.due.sort()
 	rp.summary.countDue(rp.due, rp.now)
 	return rp, nil
 }
@@ -60,10 +63,10 @@ func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root confi
 func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
 	switch c {
 	case lifecycle.PlanDue:
-		rp.due = append(rp.due, s)
+		rp.due.add(s)
 	case lifecycle.PlanNotDue:
-		if b, ok := briefOf(s); ok {
-			rp.notDue = append(rp.notDue, b)
+		if b, ok := briefOf(s, rp.defaultTTL); ok {
+			rp.notDue.add(b)
 		} else {
 			rp.notDueFull = append(rp.notDueFull, s)
 		}
@@ -83,8 +86,9 @@ func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
 	rp.summary.count(s)
 }
 
-// plan is what the pass hands its observers (RootPlanned): the due
-// tables, the stale leases and the time; the other names are decisions.
+// plan is what the pass hands its observers (RootPlanned): the stale
+// leases and the time. Its tables are in the summary (RootReport.Plan),
+// then in the decisions; the pass keeps no list of statuses to hand over.
 func (rp *rootPlan) plan() lifecycle.Plan {
-	return lifecycle.Plan{Due: rp.due, LeaseOnly: rp.leaseOnly, Now: rp.now}
+	return lifecycle.Plan{LeaseOnly: rp.leaseOnly, Now: rp.now}
 }

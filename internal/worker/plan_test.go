@@ -90,7 +90,6 @@ func TestPassDecidesAsItsPlan(t *testing.T) {
 			want = append(want, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonLocked, Detail: "lease held by " + s.Lease.Owner, Status: s})
 		}
 		for _, s := range plan.NotDue {
-			s.MarkerModified, s.MarkerETag = time.Time{}, "" // not kept by a report
 			want = append(want, Decision{Table: s.Name, Action: outcome.Skipped, Reason: outcome.ReasonNotDue,
 				Detail: "not due until " + s.PurgeAfter.UTC().Format(time.RFC3339), Status: s})
 		}
@@ -101,8 +100,8 @@ func TestPassDecidesAsItsPlan(t *testing.T) {
 			out := make([]Decision, len(ds))
 			for i, d := range ds {
 				d.Root, d.Started, d.Finished = "", time.Time{}, time.Time{}
-				if d.Reason == outcome.ReasonNotDue {
-					d.Status.MarkerModified, d.Status.MarkerETag = time.Time{}, ""
+				if d.Reason == outcome.ReasonNotDue || d.Action == outcome.DryRun {
+					d.Status = asReported(d.Status) // kept compactly
 				}
 				out[i] = d
 			}
@@ -130,6 +129,11 @@ func TestPassDecidesAsItsPlan(t *testing.T) {
 			require.True(t, made[i].Started.Equal(d.Started) && made[i].Finished.Equal(d.Finished), "%s: times", d.Table)
 			require.Equal(t, rr.Root, d.Root)
 		}
+		var done []Decision
+		for d := range rr.Done() {
+			done = append(done, d)
+		}
+		require.Equal(t, strip(f.rec.decisions[len(want):]), strip(done), "seed %d: the dry runs, as they finished", seed)
 		n := 0
 		for range rr.All() {
 			n++
@@ -141,6 +145,15 @@ func TestPassDecidesAsItsPlan(t *testing.T) {
 	}
 }
 
+// asReported is a status as a report's brief keeps it: no marker
+// LastModified or ETag, times as instants (no monotonic reading).
+func asReported(s lifecycle.TableStatus) lifecycle.TableStatus {
+	s.MarkerModified, s.MarkerETag = time.Time{}, ""
+	s.PurgeAfter = time.Unix(s.PurgeAfter.Unix(), int64(s.PurgeAfter.Nanosecond()))
+	s.DeletedAt = time.Unix(s.DeletedAt.Unix(), int64(s.DeletedAt.Nanosecond()))
+	return s
+}
+
 // summaryOf counts a plan as a pass's summary always has.
 func summaryOf(p lifecycle.Plan) PlanSummary {
 	var s PlanSummary
@@ -150,7 +163,11 @@ func summaryOf(p lifecycle.Plan) PlanSummary {
 		}
 	}
 	s.Held = len(p.Held)
-	s.countDue(p.Due, p.Now)
+	due := &dueList{def: lifecycle.DefaultTTL}
+	for _, st := range p.Due {
+		due.add(st)
+	}
+	s.countDue(due, p.Now)
 	return s
 }
 
@@ -180,9 +197,9 @@ func TestNotDueWithAProblemIsKeptWhole(t *testing.T) {
 
 // TestRoutineDecisionsAreKeptCompactly: decisions that did no work and
 // say the same of many tables (a paused root, a blast radius refusal, the
-// pass's table limit) are kept as briefs: Decisions holds none of them,
-// Routine yields each as the observers received it, by name, and the
-// totals count them.
+// pass's table limit), and completed purges, are kept as briefs:
+// Decisions holds none of them, Routine (by name) and Done yield each as
+// the observers received it, and the totals count them.
 func TestRoutineDecisionsAreKeptCompactly(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -190,7 +207,7 @@ func TestRoutineDecisionsAreKeptCompactly(t *testing.T) {
 		cfg    func(c *config.Config)
 		reason outcome.Reason
 		action outcome.Action
-		whole  int // decisions kept whole (the tables purged)
+		done   int // tables purged (Done)
 	}{
 		{"paused", func(f *fixture) {
 			_, err := f.store(0).Put(context.Background(), PauseKey, nil)
@@ -214,12 +231,18 @@ func TestRoutineDecisionsAreKeptCompactly(t *testing.T) {
 			rep, err := f.worker(cfg, 2*day).Pass(context.Background(), nil)
 			require.NoError(t, err)
 			rr := rep.Roots[0]
-			require.Len(t, rr.Decisions, tc.whole)
+			require.Empty(t, rr.Decisions, "every decision kept compactly")
 			var routine []Decision
 			for d := range rr.Routine() {
 				routine = append(routine, d)
 			}
-			require.Len(t, routine, 5-tc.whole)
+			require.Len(t, routine, 5-tc.done)
+			var done []Decision
+			for d := range rr.Done() {
+				require.Equal(t, outcome.Purged, d.Action, d.Table)
+				done = append(done, d)
+			}
+			require.Len(t, done, tc.done)
 			var names []string
 			for _, d := range routine {
 				names = append(names, d.Table)
@@ -230,18 +253,20 @@ func TestRoutineDecisionsAreKeptCompactly(t *testing.T) {
 			// As the observers received them.
 			made := map[string]Decision{}
 			for _, d := range f.rec.decisions {
-				d.Status.MarkerModified, d.Status.MarkerETag = time.Time{}, ""
+				d.Status = asReported(d.Status)
 				made[d.Table] = d
 			}
-			for _, d := range routine {
+			for _, d := range append(routine, done...) {
 				m := made[d.Table]
-				require.True(t, m.Started.Equal(d.Started), d.Table)
+				require.True(t, m.Started.Equal(d.Started) && m.Finished.Equal(d.Finished), d.Table)
 				m.Started, m.Finished, d.Started, d.Finished = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+				d.Status = asReported(d.Status)
 				require.Equal(t, m, d)
 			}
 			tot := rep.Totals()
-			require.Equal(t, 5-tc.whole, tot.Skipped+tot.Refused)
-			if tc.whole == 0 {
+			require.Equal(t, 5-tc.done, tot.Skipped+tot.Refused)
+			require.Equal(t, tc.done, tot.Purged)
+			if tc.done == 0 {
 				require.Equal(t, rr.Plan, rr.After(), "nothing purged: the backlog is the plan")
 			}
 		})

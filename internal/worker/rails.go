@@ -41,7 +41,7 @@ type rootRail struct {
 	// holds back; refuse, when not nil, refuses the root: every due table
 	// is decided as refuse says (its action and detail), no later rail
 	// runs and nothing is purged.
-	apply func(rc *railContext, due []lifecycle.TableStatus) (kept []lifecycle.TableStatus, held []Decision, refuse *Decision)
+	apply func(rc *railContext, due *dueList) (kept *dueList, held []Decision, refuse *Decision)
 }
 
 // startRail holds back one table about to start.
@@ -73,7 +73,7 @@ type ticket struct {
 
 // applyRootRails runs rootRails in order and returns the tables left to
 // purge; nil when a rail refused the root.
-func applyRootRails(rc *railContext, due []lifecycle.TableStatus) []lifecycle.TableStatus {
+func applyRootRails(rc *railContext, due *dueList) *dueList {
 	for _, r := range rootRails {
 		kept, held, refuse := r.apply(rc, due)
 		for _, d := range held {
@@ -84,7 +84,7 @@ func applyRootRails(rc *railContext, due []lifecycle.TableStatus) []lifecycle.Ta
 		}
 		if refuse != nil {
 			// One decision at a time: a mass drop refuses every table.
-			for _, s := range due {
+			for s := range due.all {
 				d := *refuse
 				d.Table, d.Reason, d.Status = s.Name, r.reason, s
 				rc.p.decide(rc.rr, d)
@@ -112,29 +112,28 @@ func applyStartRails(ctx context.Context, p *pass, t *ticket) (Decision, bool) {
 // safety.allow_short_ttl. A committed purge is finished whatever the
 // rails say: it passed them when it committed, and the table is partly
 // gone; an orphan marker has no data left to protect.
-func shortTTLRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, *Decision) {
-	var kept []lifecycle.TableStatus
+func shortTTLRail(rc *railContext, due *dueList) (*dueList, []Decision, *Decision) {
 	var held []Decision
 	floor := rc.safety.MinTTL.D()
-	for _, s := range due {
+	kept := due.filter(func(s lifecycle.TableStatus) bool {
 		if s.TTL < floor && !rc.safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker && s.Commit == nil {
 			held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Status: s,
 				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; pass --allow-short-ttl or set safety.allow_short_ttl to purge it", s.TTL, floor)})
-			continue
+			return false
 		}
-		kept = append(kept, s)
-	}
+		return true
+	})
 	return kept, held, nil
 }
 
 // pauseRail refuses a paused root: why is what readPause found before the
 // root was planned. Each purge also re-reads PAUSE before every batch.
-func pauseRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, *Decision) {
+func pauseRail(rc *railContext, due *dueList) (*dueList, []Decision, *Decision) {
 	why := rc.paused
 	if why == "" {
 		return due, nil, nil
 	}
-	rc.log.Warn("root paused: nothing purged", "why", why, "due", len(due))
+	rc.log.Warn("root paused: nothing purged", "why", why, "due", due.len())
 	return nil, nil, &Decision{Action: outcome.Skipped, Detail: why}
 }
 
@@ -157,21 +156,21 @@ func readPause(ctx context.Context, p *pass, ns *lifecycle.Namespace) string {
 
 // blastRadiusRail refuses a root where too many tables are due at once:
 // a mass drop by mistake must not become a mass purge.
-func blastRadiusRail(rc *railContext, due []lifecycle.TableStatus) ([]lifecycle.TableStatus, []Decision, *Decision) {
+func blastRadiusRail(rc *railContext, due *dueList) (*dueList, []Decision, *Decision) {
 	why := blastRadius(rc.safety, uncommitted(due), rc.rr.Plan.Tables)
 	if why == "" {
 		return due, nil, nil
 	}
 	rc.log.Error("ROOT REFUSED: blast radius exceeded; nothing purged. Raise safety.blast_radius_* or set safety.confirm_blast_radius for one pass after checking the drops",
-		"due", len(due), "tables", rc.rr.Plan.Tables, "why", why)
+		"due", due.len(), "tables", rc.rr.Plan.Tables, "why", why)
 	return nil, nil, &Decision{Action: outcome.Refused, Detail: why}
 }
 
 // uncommitted counts the due tables whose purge has not committed yet:
 // the blast radius guards decisions still to be taken.
-func uncommitted(due []lifecycle.TableStatus) int {
+func uncommitted(due *dueList) int {
 	n := 0
-	for _, s := range due {
+	for s := range due.all {
 		if s.Commit == nil {
 			n++
 		}

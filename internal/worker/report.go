@@ -40,23 +40,29 @@ type RootReport struct {
 	Refused  outcome.Reason // ReasonPaused or ReasonBlastRadius when nothing was purged
 	// Decisions are the root's decisions but its routine ones (brief.go:
 	// not due, or kept back with the whole root or by the pass's limits,
-	// most of a big root's), which the report keeps compactly. All yields
-	// every decision, Routine the routine ones alone.
+	// most of a big root's) and its completed purges and dry runs, which
+	// the report keeps compactly (due.go). All yields every decision,
+	// Routine and Done those alone.
 	Decisions []Decision
 	Err       error
 
 	// briefs are the routine decisions (by name once the root is done),
-	// kinds what they say.
-	briefs []brief
-	kinds  []briefKind
+	// kinds what they say, defaultTTL the TTL of markers that carry none.
+	briefs     briefList
+	kinds      []briefKind
+	defaultTTL time.Duration
+	// done are the purges and dry runs that completed (due.go).
+	done chunks[doneBrief]
 	// due is the plan's due list and planNow the store's time it was
 	// judged at, for After; planNow is zero when the root was not planned.
-	due     []lifecycle.TableStatus
+	due     *dueList
 	planNow time.Time
+	// after is After, kept once the root is done and its due list dropped.
+	after *PlanSummary
 }
 
 // All yields every decision of the root: Decisions, then the routine ones
-// (Routine).
+// by name (Routine), then the completed purges (Done).
 func (rr *RootReport) All() iter.Seq[Decision] {
 	return func(yield func(Decision) bool) {
 		for _, d := range rr.Decisions {
@@ -66,6 +72,25 @@ func (rr *RootReport) All() iter.Seq[Decision] {
 		}
 		for d := range rr.Routine() {
 			if !yield(d) {
+				return
+			}
+		}
+		for d := range rr.Done() {
+			if !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// Done yields the root's completed purges and dry runs without an error,
+// in the order they finished, each as the observers received it but for
+// its Status's MarkerModified and MarkerETag. A purge that finished a
+// committed table is in Decisions.
+func (rr *RootReport) Done() iter.Seq[Decision] {
+	return func(yield func(Decision) bool) {
+		for i := range rr.done.len() {
+			if !yield(rr.doneDecision(rr.done.at(i))) {
 				return
 			}
 		}
@@ -79,8 +104,8 @@ func (rr *RootReport) All() iter.Seq[Decision] {
 // MarkerModified and MarkerETag, which the report does not keep.
 func (rr *RootReport) Routine() iter.Seq[Decision] {
 	return func(yield func(Decision) bool) {
-		for i := range rr.briefs {
-			if !yield(rr.decisionOf(&rr.briefs[i])) {
+		for i := range rr.briefs.len() {
+			if !yield(rr.decisionOf(rr.briefs.at(i))) {
 				return
 			}
 		}
@@ -88,7 +113,7 @@ func (rr *RootReport) Routine() iter.Seq[Decision] {
 }
 
 // RoutineLen is how many decisions Routine yields.
-func (rr *RootReport) RoutineLen() int { return len(rr.briefs) }
+func (rr *RootReport) RoutineLen() int { return rr.briefs.len() }
 
 // PlanSummary counts a root's tables by state at planning time.
 type PlanSummary struct {
@@ -125,9 +150,9 @@ func (s *PlanSummary) count(st lifecycle.TableStatus) {
 }
 
 // countDue sets the due counts from the plan's due tables, judged at now.
-func (s *PlanSummary) countDue(due []lifecycle.TableStatus, now time.Time) {
-	s.Due = len(due)
-	for _, st := range due {
+func (s *PlanSummary) countDue(due *dueList, now time.Time) {
+	s.Due = due.len()
+	for st := range due.all {
 		if s.OldestDue.IsZero() || st.PurgeAfter.Before(s.OldestDue) {
 			s.OldestDue = st.PurgeAfter
 		}
@@ -141,18 +166,19 @@ func (s *PlanSummary) countDue(due []lifecycle.TableStatus, now time.Time) {
 // whose data the pass removed. The backlog metrics report it, so a pass that
 // clears the backlog clears its alerts too. A dry run removes nothing.
 func (rr *RootReport) After() PlanSummary {
+	if rr.after != nil {
+		return *rr.after
+	}
 	s := rr.Plan
 	gone := map[string]bool{}
-	for _, d := range rr.Decisions {
-		if d.Action == outcome.Purged {
-			gone[d.Table] = true
-		}
+	for d := range rr.purged() {
+		gone[d] = true
 	}
 	if len(gone) == 0 {
 		return s // the due list may be gone: a refused root drops it
 	}
 	s.OldestDue = time.Time{}
-	for _, st := range rr.due {
+	for st := range rr.due.all {
 		if !gone[st.Name] {
 			if s.OldestDue.IsZero() || st.PurgeAfter.Before(s.OldestDue) {
 				s.OldestDue = st.PurgeAfter
@@ -171,6 +197,30 @@ func (rr *RootReport) After() PlanSummary {
 		}
 	}
 	return s
+}
+
+// settle keeps After and drops the due list: the report outlives the pass
+// (a CLI writes it, a caller reads it), the statuses it needs no more.
+func (rr *RootReport) settle() {
+	a := rr.After()
+	rr.after, rr.due = &a, nil
+}
+
+// purged yields the tables the pass purged.
+func (rr *RootReport) purged() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, d := range rr.Decisions {
+			if d.Action == outcome.Purged && !yield(d.Table) {
+				return
+			}
+		}
+		for i := range rr.done.len() {
+			db := rr.done.at(i)
+			if rr.kinds[db.b.kind].action == outcome.Purged && !yield(db.b.name) {
+				return
+			}
+		}
+	}
 }
 
 // Totals adds up a pass.
@@ -194,8 +244,14 @@ func (r *Report) Totals() Totals {
 		if rr.Refused != "" {
 			t.RefusedRoots++
 		}
-		for _, b := range rr.briefs {
-			t.count(rr.kinds[b.kind].action)
+		for i := range rr.briefs.len() {
+			t.count(rr.kinds[rr.briefs.at(i).kind].action)
+		}
+		for i := range rr.done.len() {
+			db := rr.done.at(i)
+			t.count(rr.kinds[db.b.kind].action)
+			t.Objects += db.objects
+			t.Bytes += db.bytes
 		}
 		for _, d := range rr.Decisions {
 			t.Objects += d.Objects

@@ -29,12 +29,12 @@ func endTableSpan(span trace.Span, d Decision) {
 func endRootSpan(span trace.Span, rr *RootReport) {
 	failed, purged := 0, 0
 	for _, d := range rr.Decisions {
-		switch d.Action {
-		case outcome.Failed:
+		if d.Action == outcome.Failed {
 			failed++
-		case outcome.Purged:
-			purged++
 		}
+	}
+	for range rr.purged() {
+		purged++
 	}
 	result := "ok"
 	switch {

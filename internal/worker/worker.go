@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -200,7 +198,8 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	defer span.End()
 	defer func() {
 		p.rep.mu.Lock()
-		slices.SortStableFunc(rr.briefs, func(a, b brief) int { return strings.Compare(a.name, b.name) })
+		sortBriefs(&rr.briefs)
+		rr.settle()
 		p.rep.mu.Unlock()
 		rr.Finished = p.now()
 		p.ledger.rootFinished(rr)
@@ -224,6 +223,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		return rr
 	}
 	paused := readPause(ctx, p, ns)
+	rr.defaultTTL = ns.Options().DefaultTTL
 	plan, err := p.planRoot(ctx, ns, root)
 	if err != nil {
 		rr.Err = fmt.Errorf("plan %s: %w", root.URI, err)
@@ -292,46 +292,44 @@ func (p *pass) decidePlanned(rr *RootReport, plan *rootPlan) {
 // receive each whole, the report keeps the plan's briefs (brief.go) and,
 // whole, the few a brief cannot carry.
 func (p *pass) decideNotDue(rr *RootReport, plan *rootPlan) {
+	p.rep.mu.Lock()
+	kind, compact := rr.kindIndex(notDueKind)
+	p.rep.mu.Unlock()
 	full := plan.notDueFull
-	kept := plan.notDue[:0] // the briefs decided, in place
-	for i := range plan.notDue {
-		b := plan.notDue[i]
+	for i := range plan.notDue.len() {
+		b := plan.notDue.at(i)
 		for len(full) > 0 && full[0].Name < b.name {
 			p.decide(rr, notDueDecision(full[0]))
 			full = full[1:]
 		}
-		d := notDueDecision(b.status())
+		d := notDueDecision(b.status(rr.defaultTTL))
+		if !compact {
+			p.decide(rr, d) // a root of 256 kinds already: kept whole
+			continue
+		}
 		d.Root, d.Started = rr.Root, p.now()
 		d.Finished = d.Started
-		p.rep.mu.Lock()
-		if nb, ok := rr.routineBrief(d); ok {
-			kept = append(kept, nb)
-		} else {
-			rr.Decisions = append(rr.Decisions, d)
-		}
-		p.rep.mu.Unlock()
+		b.kind, b.atNano = kind, d.Started.UnixNano()
 		p.obs.Decision(p.rep, d)
 		logDecision(p.log, d)
 	}
 	for _, s := range full {
 		p.decide(rr, notDueDecision(s))
 	}
-	p.rep.mu.Lock()
-	if len(rr.briefs) == 0 {
-		rr.briefs = kept // no copy of what may be a million briefs
-	} else {
-		rr.briefs = append(rr.briefs, kept...)
+	if compact {
+		p.rep.mu.Lock()
+		rr.briefs.concat(&plan.notDue)
+		p.rep.mu.Unlock()
 	}
-	p.rep.mu.Unlock()
-	plan.notDue = nil
+	plan.notDue = briefList{}
 }
 
 // purgeAll purges the due tables, oldest first, with bounded concurrency.
-func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, due []lifecycle.TableStatus, log *slog.Logger) {
+func (p *pass) purgeAll(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, due *dueList, log *slog.Logger) {
 	conc := max(1, p.w.Config.Limits.TableConcurrency)
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
-	for _, s := range due {
+	for s := range due.all {
 		// Wait for a slot first, so the start rails (draining above all)
 		// judge the table when it would really start.
 		sem <- struct{}{}
@@ -428,7 +426,9 @@ func (p *pass) decide(rr *RootReport, d Decision) {
 	}
 	p.rep.mu.Lock()
 	if b, ok := rr.routineBrief(d); ok {
-		rr.briefs = append(rr.briefs, b)
+		rr.briefs.add(b)
+	} else if db, ok := rr.doneBriefOf(d); ok {
+		rr.done.add(db)
 	} else {
 		rr.Decisions = append(rr.Decisions, d)
 	}
@@ -448,6 +448,9 @@ func logDecision(log *slog.Logger, d Decision) {
 		level = slog.LevelError
 	case d.Reason == outcome.ReasonNotDue:
 		level = slog.LevelDebug
+	}
+	if !log.Enabled(context.Background(), level) {
+		return // the line's attributes cost a big root's pass most of its garbage
 	}
 	attrs := []any{"root", d.Root, "table", d.Table, "action", d.Action, "reason", d.Reason}
 	if d.Detail != "" {
