@@ -253,3 +253,35 @@ func TestFinalConcurrency(t *testing.T) {
 		})
 	}
 }
+
+func TestMaxLiveHeap(t *testing.T) {
+	log := []byte(`{"level":"WARN","msg":"x"}
+gc 1 @0.010s 2%: 0.020+1.2+0.003 ms clock, 0.041+0.31/0.92/0+0.007 ms cpu, 3->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 2 @0.51s 3%: 0.07+21+0.16 ms clock, 0.13+0.25/5.8/15+0.33 ms cpu, 109->112->64 MB, 128 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 3 @0.91s 3%: 0.07+21+0.16 ms clock, 0.13+0.25/5.8/15+0.33 ms cpu, 110->115->67 MB, 129 MB goal, 0 MB stacks, 0 MB globals, 2 P (forced)
+`)
+	require.Equal(t, int64(67)<<20, maxLiveHeap(log))
+	require.Zero(t, maxLiveHeap(nil))
+}
+
+func TestShippedLimits(t *testing.T) {
+	root, err := repoRoot()
+	require.NoError(t, err)
+	s, err := shippedLimits(root)
+	require.NoError(t, err)
+	require.NotEmpty(t, s.GoMemLimit)
+	require.Positive(t, s.LimitBytes)
+	for q, want := range map[string]int64{"256Mi": 256 << 20, "1Gi": 1 << 30, "512": 512} {
+		got, err := quantityBytes(q)
+		require.NoError(t, err)
+		require.Equal(t, want, got, q)
+	}
+}
+
+func TestWithMemorySection(t *testing.T) {
+	sec := memBegin + "\n## Memory\nnew\n" + memEnd + "\n\n"
+	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", withMemorySection("# B\n\n## Commands\nx\n", sec), "before Commands")
+	old := "# B\n\n" + memBegin + "\n## Memory\nold\n" + memEnd + "\n\n## Commands\nx\n"
+	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", withMemorySection(old, sec), "replaced")
+	require.Equal(t, "# B\n\n"+sec, withMemorySection("# B\n", sec), "appended")
+}

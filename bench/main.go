@@ -50,12 +50,21 @@ type config struct {
 	Install       bool
 	Keep          bool
 	Render        string
+	// MemEntries are the top-level entries of the memory scenario's roots
+	// (none: skip it); MemBaseline a git revision built and measured
+	// beside this tree's reaper there; MemReps its repetitions.
+	MemEntries  []int
+	MemBaseline string
+	MemReps     int
+	// Only names the one scenario to run ("memory"): its section replaces
+	// the same section of the results file, and the rest is kept.
+	Only string
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	c := config{}
-	var sizes, local, peers, gcsSizes, azSizes string
+	var sizes, local, peers, gcsSizes, azSizes, memEntries string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000), or \"none\"")
@@ -76,6 +85,10 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.Install, "install", true, "install missing peers (apt-get, as root) and versitygw, and build reaper")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the scratch directory")
 	fs.StringVar(&c.Render, "render", "", "measure nothing: rewrite the results file from a run's raw results (.bench/last-run.json)")
+	fs.StringVar(&memEntries, "memory-entries", "", "top-level entries of the memory scenario's local roots (half tables, half their markers), comma-separated (default 200000,1000000; quick 200000), or \"none\"")
+	fs.StringVar(&c.MemBaseline, "memory-baseline", "", "git revision whose reaper the memory scenario also measures, on the same roots (before/after a change)")
+	fs.IntVar(&c.MemReps, "memory-reps", 1, "repetitions of each memory scenario command per build")
+	fs.StringVar(&c.Only, "only", "", "run one scenario alone: \"memory\" (its section of the results file is replaced, the rest kept)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -103,6 +116,21 @@ func parseFlags(args []string) (config, error) {
 		if c.AzureSizes, err = intList(azSizes, "2000"); err != nil {
 			return c, err
 		}
+	}
+	if memEntries != "none" {
+		def := "200000,1000000"
+		if c.Quick {
+			def = "200000"
+		}
+		if c.MemEntries, err = intList(memEntries, def); err != nil {
+			return c, err
+		}
+	}
+	if c.Only != "" && c.Only != "memory" {
+		return c, fmt.Errorf("--only %q: want memory", c.Only)
+	}
+	if c.MemReps < 1 {
+		return c, fmt.Errorf("--memory-reps %d: want at least 1", c.MemReps)
 	}
 	c.RSSPeer = !c.Quick
 	if c.RSSReps <= 0 {
@@ -183,6 +211,19 @@ func run(ctx context.Context, c config, args []string) error {
 		return err
 	}
 	rep := &report{Config: c, Tools: t, Machine: machineInfo(), Args: args, Started: start}
+	if c.Only == "memory" {
+		rep.MemOnly = true
+		if err := memoryScenario(ctx, c, t, rep); err != nil {
+			return err
+		}
+		rep.Elapsed = time.Since(start)
+		if err := writeMemoryOnly(c, rep); err != nil {
+			return err
+		}
+		logf("wrote the memory section of %s (%s)", resultsPath(c.Repo, c.Out), rep.Elapsed.Round(time.Second))
+		fmt.Print(rep.summary())
+		return nil
+	}
 	out := resultsPath(c.Repo, c.Out)
 	write := func(partial bool) error {
 		rep.Partial, rep.Elapsed = partial, time.Since(start)

@@ -22,6 +22,14 @@ type report struct {
 	Status       *series
 	StatusClient map[string]int64
 	Roots        []*series
+	// Memory is the memory scenario's series (Case the command, Contender
+	// the build), MemBinaries the builds in order (this tree's last) and
+	// MemLimits the shipped limits it ran under; MemOnly: a run of that
+	// scenario alone.
+	Memory      []*series
+	MemBinaries []string
+	MemLimits   shipped
+	MemOnly     bool
 	// Partial is set while scenarios remain: the report is written after
 	// each one, so an interrupted full run (it takes well over an hour on
 	// two cores) still leaves its finished measurements.
@@ -220,6 +228,7 @@ func (r *report) targets() []target {
 			Pass: rs.maxRSS() < 64<<20, Why: whyRSS,
 		})
 	}
+	ts = append(ts, r.memoryTargets()...)
 	if r.Status != nil {
 		lists := r.Status.requests()["ListObjectsV2"]
 		ts = append(ts, target{
@@ -326,6 +335,9 @@ func (r *report) markdown() string {
 	}
 
 	w("%s", r.analysis())
+	if m := r.memorySection(); m != "" {
+		w("\n%s", m)
+	}
 
 	w("\n## Commands\n\n```\n")
 	seen := map[string]bool{}

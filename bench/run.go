@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -30,10 +32,19 @@ type runResult struct {
 // time and peak resident set size. A non-zero exit is an error that carries
 // the tail of stderr.
 func measure(ctx context.Context, env []string, argv ...string) (runResult, error) {
+	var out bytes.Buffer
+	res, err := measureTo(ctx, env, &out, argv...)
+	res.Stdout = out.Bytes()
+	return res, err
+}
+
+// measureTo is measure with the child's stdout written to stdout instead
+// of kept (runResult.Stdout is nil).
+func measureTo(ctx context.Context, env []string, stdout io.Writer, argv ...string) (runResult, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(cleanEnv(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &errb
 	start := time.Now()
 	err := cmd.Start()
 	var hwm, anon int64
@@ -48,7 +59,7 @@ func measure(ctx context.Context, env []string, argv ...string) (runResult, erro
 		close(done)
 		<-polled
 	}
-	res := runResult{Wall: time.Since(start), Stdout: out.Bytes(), Stderr: errb.Bytes(), MaxRSS: hwm, MaxAnon: anon}
+	res := runResult{Wall: time.Since(start), Stderr: errb.Bytes(), MaxRSS: hwm, MaxAnon: anon}
 	if cmd.ProcessState != nil && hwm == 0 {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			res.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
@@ -59,6 +70,9 @@ func measure(ctx context.Context, env []string, argv ...string) (runResult, erro
 	}
 	return res, nil
 }
+
+// asExit reports whether err carries a child's exit status.
+func asExit(err error, ee **exec.ExitError) bool { return errors.As(err, ee) }
 
 // pollHWM samples /proc/<pid>/status VmHWM (the peak RSS of the process's
 // own memory since exec) every 5 ms until done. The child's rusage Maxrss is

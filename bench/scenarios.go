@@ -20,6 +20,10 @@ type sample struct {
 	MaxRSS int64
 	// MaxAnon is the peak anonymous RSS (runResult.MaxAnon).
 	MaxAnon int64 `json:",omitempty"`
+	// MaxLive is the largest live heap a GC of the run marked
+	// (GODEBUG=gctrace=1), in bytes: what the Go runtime could not free,
+	// the figure a memory limit must hold with room for the collector.
+	MaxLive int64 `json:",omitempty"`
 	// Server is the request count by operation from versitygw's access log;
 	// Client is reaper's own count (reaper_s3_http_requests_total).
 	Server, Client map[string]int64
@@ -32,9 +36,12 @@ type sample struct {
 type series struct {
 	Scenario  string // e.g. "s3/10000"
 	Contender string // reaper, awscli, rclone, rm -rf
-	Objects   int    // objects deleted per run
-	Command   string // the command line (one run's)
-	Samples   []sample
+	// Case is the command and root of a memory scenario's series
+	// ("status -o json, 1% due"); Contender is then the build.
+	Case    string `json:",omitempty"`
+	Objects int    // objects deleted per run
+	Command string // the command line (one run's)
+	Samples []sample
 }
 
 func (s *series) add(x sample) { s.Samples = append(s.Samples, x) }
@@ -87,6 +94,9 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 	}
 	if c.Roots > 0 {
 		steps = append(steps, func() error { return rootsPass(ctx, c, t, gw, now, rep) })
+	}
+	if len(c.MemEntries) > 0 {
+		steps = append(steps, func() error { return memoryScenario(ctx, c, t, rep) })
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {

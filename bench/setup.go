@@ -24,6 +24,9 @@ type tools struct {
 // `make build`, and records every version.
 func setupTools(ctx context.Context, c config) (tools, error) {
 	t := tools{Versions: map[string]string{}}
+	if c.Only == "memory" {
+		return memoryTools(ctx, c, t)
+	}
 	if c.Install {
 		if (lookAWS() == "" || lookPath("rclone") == "") && os.Geteuid() == 0 {
 			logf("installing awscli and rclone with apt-get")
@@ -95,6 +98,23 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 	if t.Rclone != "" {
 		t.Versions["rclone"] = firstLine(out(ctx, "", t.Rclone, "version"))
 	}
+	return t, nil
+}
+
+// memoryTools builds only reaper: the memory scenario needs no server and
+// no peer.
+func memoryTools(ctx context.Context, c config, t tools) (tools, error) {
+	if c.Install {
+		if err := sh(ctx, c.Repo, "make", "build"); err != nil {
+			return t, err
+		}
+	}
+	t.Reaper = filepath.Join(c.Repo, "bin", "reaper")
+	if _, err := os.Stat(t.Reaper); err != nil {
+		return t, fmt.Errorf("%s missing (run without --install=false): %w", t.Reaper, err)
+	}
+	t.Versions["reaper"] = strings.TrimSpace(out(ctx, c.Repo, "git", "describe", "--tags", "--always", "--dirty")) + " (" + strings.TrimSpace(out(ctx, c.Repo, "git", "rev-parse", "HEAD")) + ")"
+	t.Versions["go"] = runtime.Version()
 	return t, nil
 }
 
