@@ -191,6 +191,32 @@ func ExampleNamespace_Status() {
 	// c not_found
 }
 
+// EachStatus hands over each name as the root's listing passes it, for a
+// root too big to hold as a slice; now is the store's time the states were
+// judged at.
+func ExampleNamespace_EachStatus() {
+	ctx := context.Background()
+	root := demoRoot("a", "b")
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := ns.Drop(ctx, "b", time.Hour); err != nil {
+		panic(err)
+	}
+	err = ns.EachStatus(ctx, func(s reaper.TableStatus, now time.Time) error {
+		fmt.Println(s.Name, s.State, "due:", s.Due(now))
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Output:
+	// a exists due: false
+	// b soft_deleted due: false
+}
+
 // PlanPurge splits a root the way a pass sees it: what is due, what is
 // not yet, what is held, what needs an operator.
 func ExampleNamespace_PlanPurge() {
@@ -319,8 +345,14 @@ func ExamplePurgeRoots() {
 		panic(err)
 	}
 	fmt.Println("roots:", len(rep.Roots), "purged:", rep.Totals().Purged, "result:", rep.Result())
+	// Each root's decisions: All yields every one (Decisions holds those a
+	// report keeps whole: errors, problems, short TTLs).
+	for d := range rep.Roots[0].All() {
+		fmt.Println(d.Table, d.Action, d.Reason)
+	}
 	// Output:
 	// roots: 2 purged: 2 result: success
+	// events purged due
 }
 
 // Release lifts a legal hold; releasing a table without one is ErrNotFound.

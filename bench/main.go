@@ -278,6 +278,9 @@ func render(c config) error {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return fmt.Errorf("%s: %w", c.Render, err)
 	}
+	if rep.MemOnly {
+		return renderMemory(c, &rep)
+	}
 	out := resultsPath(c.Repo, rep.Config.Out)
 	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
 		return err

@@ -148,9 +148,15 @@ func (r *report) memorySection() string {
 	if r.MemOnly {
 		w("Measured by `go run ./bench %s`, %s, in %s: this section alone (the rest of the file is the run named at its top).\n\n",
 			strings.Join(r.Args, " "), r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Elapsed.Round(time.Second))
+		w("The benchmark applies no memory limit (no cgroup), only GOMEMLIMIT: each peak is compared with the limit shipped when this section was written.\n\n")
 	}
 	w("One local root of E top-level entries: E/2 tables, each a directory holding one file and its soft-delete marker (a marker read per name: the most a name costs a plan). Markers are rewritten between profiles: 1%% due (the realistic worst case: a plan of nearly all not-due decisions; the real purge deletes the 1%% and they are written again after each run), 40%% due (a dry run, under the blast-radius rail's 50%%), all due (a mass drop the blast-radius rail refuses, exit 3, after planning the whole root). Peak RSS is the child's VmHWM (polled every 5 ms from /proc), anonymous the peak of RssAnon (without the executable's own pages). Every run with GOMEMLIMIT=%s, the shipped CronJob's (%s, whose memory limit is %s). These machines are shared and noisy: walls vary by tens of percent between runs; peaks by a few MiB.\n\n",
 		r.MemLimits.GoMemLimit, r.MemLimits.File, r.MemLimits.Limit)
+	w("| target | wanted | measured | result |\n|---|---|---|---|\n")
+	for _, t := range r.memoryTargets() {
+		w("| %s | %s | %s | %s |\n", t.Name, t.Want, t.Got, verdict(t.Pass))
+	}
+	w("\n")
 	for _, scen := range r.memScenarios() {
 		r.memoryTable(&b, scen)
 	}
@@ -210,25 +216,78 @@ func (r *report) findMem(scen, c, bin string) *series {
 	return nil
 }
 
-// memoryAnalysis says, with this run's numbers, where the memory goes.
+// memoryAnalysis says, with this run's numbers, where the memory goes and
+// how the shipped limits follow from it.
 func (r *report) memoryAnalysis() string {
 	var rows []string
 	for _, scen := range r.memScenarios() {
+		var peaks []string
 		for _, bin := range r.MemBinaries {
-			var peak int64
-			for _, s := range r.Memory {
-				if s.Scenario == scen && s.Contender == bin {
-					peak = max(peak, s.maxRSS())
-				}
-			}
-			rows = append(rows, fmt.Sprintf("%s at %s entries: %s", bin, strings.TrimPrefix(scen, "memory/"), mib(peak)))
+			peak, _ := r.memPeak(scen, bin)
+			peaks = append(peaks, fmt.Sprintf("%s %s", bin, mib(peak)))
+		}
+		rows = append(rows, fmt.Sprintf("at %s entries, %s", strings.TrimPrefix(scen, "memory/"), strings.Join(peaks, ", ")))
+	}
+	out := "**Where the memory goes.** Largest peak RSS of any command " + strings.Join(rows, "; ") + ". " + memoryDesign
+	if s := r.memorySizing(); s != "" {
+		out += "\n\n" + s
+	}
+	return out
+}
+
+// memPeak is a build's largest peak RSS at a size, and its largest live
+// heap.
+func (r *report) memPeak(scen, bin string) (rss, live int64) {
+	for _, s := range r.Memory {
+		if s.Scenario == scen && s.Contender == bin {
+			rss, live = max(rss, s.maxRSS()), max(live, s.maxLive())
 		}
 	}
-	return "**Where the memory goes.** Largest peak per build and size: " + strings.Join(rows, "; ") + ". " + memoryDesign
+	return rss, live
+}
+
+// memorySizing says how the shipped limits hold this tree's largest size.
+func (r *report) memorySizing() string {
+	scens := r.memScenarios()
+	if len(scens) == 0 {
+		return ""
+	}
+	this, scen := r.thisBinary(), scens[len(scens)-1]
+	rss, live := r.memPeak(scen, this)
+	var pages int64 // what RSS holds beside anonymous memory: the executable's own pages
+	for _, s := range r.Memory {
+		if s.Contender == this {
+			for _, x := range s.Samples {
+				pages = max(pages, x.MaxRSS-x.MaxAnon)
+			}
+		}
+	}
+	gml, err := goMemLimitBytes(r.MemLimits.GoMemLimit)
+	if err != nil || live == 0 {
+		return ""
+	}
+	return fmt.Sprintf("**How the limits follow.** At %s entries this tree's largest live heap (what a collection could not free) was %s and its largest peak RSS %s, of which up to %s are the executable's own pages (RSS less RssAnon: the static binary's SDKs), which GOMEMLIMIT does not count. GOMEMLIMIT=%s is %.1fx that live heap, room for the collector to work without running back to back; the memory limit %s (%s) leaves GOMEMLIMIT plus those pages a margin of %s, and the peak RSS measured one of %s (%.0f%%). deploy/memory_test.go holds every reaper container to the limits measured here: change them with a new measurement.",
+		strings.TrimPrefix(scen, "memory/"), mib(live), mib(rss), mib(pages), r.MemLimits.GoMemLimit, float64(gml)/float64(live),
+		r.MemLimits.Limit, mib(r.MemLimits.LimitBytes), mib(r.MemLimits.LimitBytes-gml-pages), mib(r.MemLimits.LimitBytes-rss),
+		100*float64(r.MemLimits.LimitBytes-rss)/float64(r.MemLimits.LimitBytes))
+}
+
+// goMemLimitBytes parses a GOMEMLIMIT value ("230MiB").
+func goMemLimitBytes(v string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		shift  int
+	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			x, err := strconv.ParseInt(n, 10, 64)
+			return x << u.shift, err
+		}
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // memoryDesign explains the numbers (docs/ARCHITECTURE.md has the rules).
-const memoryDesign = "A plan and a status read the root's listing as it streams: a name is described once the listing has passed every key it can have (its keys all lie between <name>. and <name>.reaper-purge), by a fixed pool of 16 readers, so the names in flight are a window of the listing, not the root (internal/lifecycle/scan.go). What stays per name is what the report must print: a not-due table is kept as a compact record (name, marker and times) rather than a full decision, due tables as the plan's statuses (internal/worker/brief.go), and `reaper status` and the purge report are written as they stream (JSON element by element; the status table in blocks). The local backend lists a directory by reading all its names and sorting them (internal/objstore/local/list.go), which at a million entries is tens of MB of its own: object stores page their listings instead."
+const memoryDesign = "A plan and a status read the root's listing as it arrives: a name is described once the listing has passed every key it can have (all lie between <name>. and <name>.reaper-purge), by a fixed pool of 16 readers, so what is in flight is a window of the listing, not the root (internal/lifecycle/scan.go). What stays per name is what the report must print, compactly: a decision that did no work (not due, refused with the root, a limit) and a completed purge or dry run are briefs of some 60 to 90 bytes, a due table a brief plus its marker's LastModified and ETag (internal/worker/brief.go, due.go); `reaper status` and the purge report are written as they stream (JSON element by element, the status table in blocks of 10,000 rows). Of what remains at a million entries, the largest part is the local backend's own: it lists a directory by reading all its names and sorting them (internal/objstore/local/list.go, tens of MB at a million entries), where object stores page their listings."
 
 // withMemorySection splices the memory section into an existing results
 // file: between the markers when present, else before the Commands
@@ -279,4 +338,27 @@ func (s *series) maxLive() int64 {
 		m = max(m, x.MaxLive)
 	}
 	return m
+}
+
+// renderMemory rewrites the memory section from a memory-only run's raw
+// results, against the memory limit shipped now. The benchmark applies no
+// memory limit (no cgroup), only GOMEMLIMIT, so a new limit needs no new
+// measurement; a new GOMEMLIMIT does.
+func renderMemory(c config, rep *report) error {
+	now, err := shippedLimits(c.Repo)
+	if err != nil {
+		return err
+	}
+	if now.GoMemLimit != rep.MemLimits.GoMemLimit {
+		return fmt.Errorf("%s was measured with GOMEMLIMIT=%s, %s ships %s: measure again (go run ./bench --only memory)",
+			c.Render, rep.MemLimits.GoMemLimit, cronJobFile, now.GoMemLimit)
+	}
+	rep.MemLimits = now
+	c.Out = rep.Config.Out
+	if err := writeMemoryOnly(c, rep); err != nil {
+		return err
+	}
+	logf("rendered the memory section of %s from %s", resultsPath(c.Repo, c.Out), c.Render)
+	fmt.Print(rep.summary())
+	return nil
 }

@@ -760,11 +760,15 @@ func TestAzureWorkloadIdentityExample(t *testing.T) {
 	require.Regexp(t, `^http://[a-z0-9.-]+:9091$`, push)
 }
 
-// TestGoMemLimitLeavesHeadroom: GOMEMLIMIT is at most 90% of the reaper
-// container's memory limit (it was the whole limit, which leaves the Go
-// runtime no room before the OOM killer).
+// TestGoMemLimitLeavesHeadroom: GOMEMLIMIT leaves the reaper container's
+// memory limit room for what the Go runtime does not count: the static
+// executable's own pages (about 30MiB resident, BENCHMARKS.md's memory
+// section: RSS less RssAnon), stacks and the kernel's page cache of the
+// cgroup. With 90% of 256Mi (25Mi of room) a big root's pass went past the
+// limit with its heap still under GOMEMLIMIT.
 func TestGoMemLimitLeavesHeadroom(t *testing.T) {
 	units := map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+	const room = 64 << 20
 	for _, p := range podTemplates(t) {
 		for _, c := range p.reaperContainers() {
 			v, ok := envValue(c, "GOMEMLIMIT")
@@ -775,7 +779,7 @@ func TestGoMemLimitLeavesHeadroom(t *testing.T) {
 			require.NoError(t, err, "%s: GOMEMLIMIT=%q", p, v)
 			require.Contains(t, units, unit, "%s: GOMEMLIMIT=%q", p, v)
 			limit := c.Resources.Limits.Memory().Value()
-			require.LessOrEqual(t, float64(n*units[unit]), 0.9*float64(limit), "%s: GOMEMLIMIT=%s of a %d-byte limit", p, v, limit)
+			require.LessOrEqual(t, n*units[unit], limit-room, "%s: GOMEMLIMIT=%s of a %d-byte limit leaves less than 64MiB", p, v, limit)
 			require.Greater(t, float64(n*units[unit]), 0.7*float64(limit), "%s: GOMEMLIMIT=%s wastes the limit", p, v)
 		}
 	}
