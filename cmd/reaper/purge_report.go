@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"fmt"
 	"io"
@@ -200,60 +201,40 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 		purged = "WOULD PURGE (dry run)"
 	}
 	if len(r.Purged) > 0 {
-		fmt.Fprintf(bw, "%s: %d\n", purged, len(r.Purged))
-		writeTable(bw, func(yield func([]string) bool) {
-			if !yield([]string{"  NAME", "OBJECTS", "BYTES"}) {
-				return
-			}
+		writeSection(bw, fmt.Sprintf("%s: %d", purged, len(r.Purged)), []string{"  NAME", "OBJECTS", "BYTES"}, func(yield func([]string) bool) {
 			for _, p := range r.Purged {
 				if !yield([]string{"  " + displayName(p.Name), strconv.FormatInt(p.Objects, 10), humanBytes(p.Bytes)}) {
 					return
 				}
 			}
 		})
-		bw.WriteString("\n")
 	}
 	if n := r.skippedLen(); n > 0 {
-		fmt.Fprintf(bw, "SKIPPED: %d (kept for now; a later pass retries)\n", n)
-		writeTable(bw, func(yield func([]string) bool) {
-			if !yield([]string{"  NAME", "REASON"}) {
-				return
-			}
+		writeSection(bw, fmt.Sprintf("SKIPPED: %d (kept for now; a later pass retries)", n), []string{"  NAME", "REASON"}, func(yield func([]string) bool) {
 			for s := range r.skipped() {
 				if !yield([]string{"  " + displayName(s.Name), safeText(s.Reason)}) {
 					return
 				}
 			}
 		})
-		bw.WriteString("\n")
 	}
 	if tables := r.failedTables(); len(tables) > 0 {
-		fmt.Fprintf(bw, "FAILED: %d (needs an operator)\n", len(tables))
-		writeTable(bw, func(yield func([]string) bool) {
-			if !yield([]string{"  NAME", "ERROR"}) {
-				return
-			}
+		writeSection(bw, fmt.Sprintf("FAILED: %d (needs an operator)", len(tables)), []string{"  NAME", "ERROR"}, func(yield func([]string) bool) {
 			for _, f := range tables {
 				if !yield([]string{"  " + displayName(f.Name), safeText(f.Error)}) {
 					return
 				}
 			}
 		})
-		bw.WriteString("\n")
 	}
 	if roots := r.failedRoots(); len(roots) > 0 {
-		fmt.Fprintf(bw, "ROOTS FAILED: %d (not read; nothing in them was purged)\n", len(roots))
-		writeTable(bw, func(yield func([]string) bool) {
-			if !yield([]string{"  ROOT", "ERROR"}) {
-				return
-			}
+		writeSection(bw, fmt.Sprintf("ROOTS FAILED: %d (not read; nothing in them was purged)", len(roots)), []string{"  ROOT", "ERROR"}, func(yield func([]string) bool) {
 			for _, f := range roots {
 				if !yield([]string{"  " + safeText(f.Root), safeText(f.Error)}) {
 					return
 				}
 			}
 		})
-		bw.WriteString("\n")
 	}
 	if len(r.LedgerErrors) > 0 {
 		fmt.Fprintf(bw, "AUDIT LEDGER: %d write(s) failed (the audit trail of this pass may be incomplete)\n", len(r.LedgerErrors))
@@ -264,4 +245,21 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 	}
 	bw.WriteString(r.summary() + "\n")
 	return bw.Flush()
+}
+
+// writeSection writes a titled section: its header and rows aligned as one
+// table, then a blank line.
+func writeSection(bw *bufio.Writer, title string, header []string, rows iter.Seq[[]string]) {
+	bw.WriteString(title + "\n")
+	writeTable(bw, func(yield func([]string) bool) {
+		if !yield(header) {
+			return
+		}
+		for r := range rows {
+			if !yield(r) {
+				return
+			}
+		}
+	})
+	bw.WriteString("\n")
 }
