@@ -347,12 +347,15 @@ func ExamplePurgeRoots() {
 	fmt.Println("roots:", len(rep.Roots), "purged:", rep.Totals().Purged, "result:", rep.Result())
 	// Each root's decisions: All yields every one (Decisions holds those a
 	// report keeps whole: errors, problems, short TTLs).
-	for d := range rep.Roots[0].All() {
-		fmt.Println(d.Table, d.Action, d.Reason)
+	for _, rr := range rep.Roots {
+		for d := range rr.All() {
+			fmt.Println(d.Table, d.Action, d.Reason)
+		}
 	}
-	// Output:
+	// Unordered output:
 	// roots: 2 purged: 2 result: success
 	// events purged due
+	// orders purged due
 }
 
 // Release lifts a legal hold; releasing a table without one is ErrNotFound.

@@ -280,3 +280,24 @@ func TestStatusTableBlocks(t *testing.T) {
 		require.Equal(t, strings.Index(lines[0], "STATE"), len([]rune(l[:strings.Index(l, string(all[i].State))])), "row %d: %q", i, l)
 	}
 }
+
+// TestStatusCutShort: a status whose listing fails part way keeps the rows
+// it printed; its JSON array is left open, so no reader takes it for the
+// whole root, and an empty table says nothing rather than "no tables".
+func TestStatusCutShort(t *testing.T) {
+	now := time.Now()
+	all := randomStatuses(rand.New(rand.NewPCG(4, 4)), 3, now)
+	var b bytes.Buffer
+	p := newStatusJSON(&b, 0)
+	for _, s := range all {
+		require.NoError(t, p.row(s, now))
+	}
+	require.NoError(t, p.close(false))
+	require.True(t, strings.HasPrefix(b.String(), "[\n  {"))
+	require.False(t, strings.HasSuffix(strings.TrimSpace(b.String()), "]"), "an unclosed array: %s", b.String())
+	require.Equal(t, 3, strings.Count(b.String(), `"name":`))
+
+	b.Reset()
+	require.NoError(t, newStatusTable(&b, 0).close(false))
+	require.Empty(t, b.String())
+}
