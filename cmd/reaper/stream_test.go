@@ -19,6 +19,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -41,7 +42,7 @@ func passReport(t *testing.T, seed uint64, roots int) *worker.Report {
 	stores := map[string]objstore.Store{}
 	var cfgRoots []config.Root
 	for i := range roots {
-		m := objstore.NewMemory()
+		m := memstore.New()
 		m.Clock = func() time.Time { return now.Add(-30 * 24 * time.Hour) }
 		uri := fmt.Sprintf("memory://root-%d", i)
 		stores[uri] = m

@@ -20,6 +20,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
@@ -271,7 +272,7 @@ func pagedStore(t *testing.T, b objstoretest.Backend, pageSize int) objstore.Sto
 	}
 	s := r.Open(t)
 	switch s := s.(type) {
-	case *objstore.Memory:
+	case *memstore.Store:
 		s.PageSize = pageSize
 	case *s3.Store:
 		s.PageSize = int32(pageSize)
@@ -302,7 +303,7 @@ func TestScanMatchesReference(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(seed), 25))
 			pageSize := []int{1, 2, 3, 7}[seed%4]
 			s := pagedStore(t, b, pageSize)
-			if m, ok := s.(*objstore.Memory); ok {
+			if m, ok := s.(*memstore.Store); ok {
 				fixed := time.Now()
 				m.Clock = func() time.Time { return fixed }
 			}
@@ -459,7 +460,7 @@ func (o outOfOrder) List(ctx context.Context, prefix string, fn func(objstore.Pa
 // key order, so a store that breaks it fails the scan instead of
 // describing a name before all its keys are seen.
 func TestScanRefusesListingOutOfOrder(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	m.PageSize = 2
 	ctx := context.Background()
 	for _, k := range []string{"a.deleted", "a.lance/x", "b.deleted", "b.lance/x"} {
@@ -478,7 +479,7 @@ func TestScanRefusesListingOutOfOrder(t *testing.T) {
 // TestScanStopsOnCallerError: an error from the caller's function ends the
 // scan (the listing included) and is what the scan returns.
 func TestScanStopsOnCallerError(t *testing.T) {
-	m := objstore.NewMemory()
+	m := memstore.New()
 	m.PageSize = 1
 	ctx := context.Background()
 	for i := range 200 {
@@ -505,7 +506,7 @@ func TestScanStopsOnCallerError(t *testing.T) {
 // nothing) lists the root, and both plans are the same.
 func TestPlanFromListing(t *testing.T) {
 	ctx := context.Background()
-	m := objstore.NewMemory()
+	m := memstore.New()
 	fixed := time.Now()
 	m.Clock = func() time.Time { return fixed }
 	for _, k := range []string{"a.lance/x", "b.lance/x", "c.lance/x"} {
