@@ -310,6 +310,7 @@ func (p *pass) decideNotDue(rr *RootReport, plan *rootPlan) {
 		d.Root, d.Started = rr.Root, p.now()
 		d.Finished = d.Started
 		b.kind, b.atNano = kind, d.Started.UnixNano()
+		p.ledger.decision(d)
 		p.obs.Decision(p.rep, d)
 		logDecision(p.log, d)
 	}
