@@ -71,11 +71,18 @@ type memCase struct {
 	check func(out *outputSink, names, due int) error
 }
 
+// auditDirArg stands in a case's arguments for the audit ledger's
+// directory of the run.
+const auditDirArg = "{audit}"
+
 func memCases() []memCase {
 	return []memCase{
 		{Name: "status (table)", Profile: profileMostlyNotDue, Args: []string{"status"}, check: checkStatusRows(false)},
 		{Name: "status -o json", Profile: profileMostlyNotDue, Args: []string{"status", "-o", "json"}, check: checkStatusRows(true)},
 		{Name: "purge --dry-run", Profile: profileMostlyNotDue, Args: []string{"purge", "--dry-run", "--allow-short-ttl", "-o", "json"}, check: checkPurgeCounts(false)},
+		// The audit ledger writes a row per table the pass decided: a
+		// root of a million names makes a million rows.
+		{Name: "purge --dry-run, audit ledger", Profile: profileMostlyNotDue, Args: []string{"purge", "--dry-run", "--allow-short-ttl", "-o", "json", "--set", "audit.location=" + auditDirArg}, check: checkPurgeCounts(false)},
 		{Name: "purge", Profile: profileMostlyNotDue, Args: []string{"purge", "--allow-short-ttl", "-o", "json"}, Purges: true, check: checkPurgeCounts(false)},
 		{Name: "purge --dry-run", Profile: profileManyDue, Args: []string{"purge", "--dry-run", "--allow-short-ttl", "-o", "json"}, check: checkPurgeCounts(false)},
 		{Name: "purge (refused: blast radius)", Profile: profileAllDue, Args: []string{"purge", "--allow-short-ttl", "-o", "json"}, Exit: 3, check: checkPurgeCounts(true)},
@@ -150,6 +157,9 @@ func memorySize(ctx context.Context, c config, bins []memBinary, entries int, li
 		for r := range c.MemReps {
 			for _, b := range rotateBins(bins, r) {
 				argv := append([]string{b.Path}, mc.Args...)
+				for i, a := range argv {
+					argv[i] = strings.ReplaceAll(a, auditDirArg, filepath.Join(c.WorkDir, fmt.Sprintf("audit-%d", entries)))
+				}
 				argv = append(argv, "--root", root, "--log-level", "warn")
 				env := []string{"GOMEMLIMIT=" + lim.GoMemLimit, "TMPDIR=" + c.WorkDir, "GODEBUG=gctrace=1"}
 				sink := &outputSink{}

@@ -13,8 +13,12 @@ set -euo pipefail
 # link points $2 at $1, leaving a link that already does alone: go test's
 # result cache keys on the test servers' paths (mtime included), so a link
 # made anew on every make test re-ran every suite that starts the server.
+# link points $2 at $1 with a relative path, so the link stays right when
+# the checkout moves or is reached through another path (a symlinked .tools).
 link() {
-	[[ -L "$2" && "$(readlink "$2")" == "$1" ]] || ln -sfn "$1" "$2"
+	local target
+	target="$(realpath -s --relative-to="$(dirname "$2")" "$1")"
+	[[ -L "$2" && "$(readlink "$2")" == "$target" ]] || ln -sfn "$target" "$2"
 }
 
 MODULE=github.com/versity/versitygw

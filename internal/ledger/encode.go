@@ -34,42 +34,90 @@ func passMeta(passID string, started time.Time, recoveredBy string) fileMeta {
 	return m
 }
 
-// encode renders rows as one Parquet file with one row group.
+// encode renders rows as one Parquet file.
 func encode(rows []Row, meta fileMeta) ([]byte, error) {
-	mem := memory.DefaultAllocator
-	b := array.NewRecordBuilder(mem, Schema())
-	defer b.Release()
-	b.Reserve(len(rows))
-	for _, r := range rows {
-		appendRow(b, r)
+	e, err := newStreamEncoder(max(len(rows), 1))
+	if err != nil {
+		return nil, err
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
+	for _, r := range rows {
+		if err := e.add(r); err != nil {
+			e.abort()
+			return nil, err
+		}
+	}
+	return e.finish(meta)
+}
 
-	var buf bytes.Buffer
+// streamEncoder writes rows into a Parquet file in memory, a row group of
+// batch rows at a time.
+type streamEncoder struct {
+	b     *array.RecordBuilder
+	fw    *pqarrow.FileWriter
+	buf   bytes.Buffer
+	batch int
+}
+
+func newStreamEncoder(batch int) (*streamEncoder, error) {
+	mem := memory.DefaultAllocator
+	e := &streamEncoder{b: array.NewRecordBuilder(mem, Schema()), batch: batch}
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithAllocator(mem),
 	)
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props,
+	fw, err := pqarrow.NewFileWriter(Schema(), &e.buf, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
 	if err != nil {
+		e.b.Release()
 		return nil, err
 	}
-	if err := fw.Write(rec); err != nil {
-		fw.Close()
+	e.fw = fw
+	return e, nil
+}
+
+// add appends a row, writing a row group once a batch is full.
+func (e *streamEncoder) add(r Row) error {
+	appendRow(e.b, r)
+	if e.b.Field(0).Len() >= e.batch {
+		return e.flush()
+	}
+	return nil
+}
+
+// flush writes the rows held as one row group.
+func (e *streamEncoder) flush() error {
+	if e.b.Field(0).Len() == 0 {
+		return nil
+	}
+	rec := e.b.NewRecordBatch()
+	defer rec.Release()
+	return e.fw.Write(rec)
+}
+
+// finish writes what is held and the file's metadata and returns the file.
+// A file of no rows is written with none.
+func (e *streamEncoder) finish(meta fileMeta) ([]byte, error) {
+	defer e.b.Release()
+	if err := e.flush(); err != nil {
+		e.fw.Close()
 		return nil, err
 	}
 	for _, kv := range meta {
-		if err := fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
-			fw.Close()
+		if err := e.fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
+			e.fw.Close()
 			return nil, err
 		}
 	}
-	if err := fw.Close(); err != nil {
+	if err := e.fw.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return e.buf.Bytes(), nil
+}
+
+// abort releases an encoder whose file will not be written.
+func (e *streamEncoder) abort() {
+	e.b.Release()
+	_ = e.fw.Close()
 }
 
 // jsonTimeLayout is RFC 3339 with milliseconds, the ledger's precision.

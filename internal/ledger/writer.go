@@ -25,27 +25,37 @@ const keyTimeLayout = "20060102T150405.000Z"
 // passIDPattern keeps a pass id to one safe key segment.
 var passIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// Writer buffers the rows of one pass and writes them as one Parquet file on
-// Close. Add is safe for concurrent use; a pass has at most thousands of rows,
-// so they are held in memory.
+// writerBatch is how many rows the writer encodes at a time: each batch is
+// a row group of the pass's file, so the rows held in memory stay this
+// few however many tables a pass decides (a root of a million names makes
+// a million rows; held as rows they took some 300 MB).
+const writerBatch = 8192
+
+// Writer encodes the rows of one pass as they come, a batch at a time, into
+// one Parquet file it writes on Close. Add is safe for concurrent use. What
+// it holds is the compressed file so far (a few dozen bytes a row) and one
+// batch of rows.
 type Writer struct {
 	store   objstore.Store
 	passID  string
 	started time.Time
 
 	mu     sync.Mutex
-	rows   []Row
+	enc    *streamEncoder
+	n      int
+	end    time.Time // the latest Finished so far
+	err    error     // the first encoding error, returned by Close
 	closed bool
 }
 
 // NewWriter starts the ledger of pass passID, which started at started.
 // passID must be 1 to 128 letters, digits, '.', '_' or '-' (Close checks).
 func NewWriter(store objstore.Store, passID string, started time.Time) *Writer {
-	return &Writer{store: store, passID: passID, started: started}
+	return &Writer{store: store, passID: passID, started: started, end: started}
 }
 
-// Add buffers one row. An empty PassID is set to the writer's, a zero Started
-// to the pass start and a zero Finished to Started.
+// Add records one row. An empty PassID is set to the writer's, a zero
+// Started to the pass start and a zero Finished to Started.
 func (w *Writer) Add(r Row) {
 	if r.PassID == "" {
 		r.PassID = w.passID
@@ -58,22 +68,34 @@ func (w *Writer) Add(r Row) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rows = append(w.rows, r)
+	if w.closed || w.err != nil {
+		return
+	}
+	if w.enc == nil {
+		if w.enc, w.err = newStreamEncoder(writerBatch); w.err != nil {
+			return
+		}
+	}
+	w.n++
+	if r.Finished.After(w.end) {
+		w.end = r.Finished
+	}
+	w.err = w.enc.add(r)
 }
 
 // Len is the number of rows added so far.
 func (w *Writer) Len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.rows)
+	return w.n
 }
 
-// Close encodes the rows (possibly none) as Parquet and writes the file; it
-// returns the key written. Rows added after Close are lost; a second Close
-// is an error.
+// Close finishes the file (possibly of no rows) and writes it; it returns
+// the key written. Rows added after Close are lost; a second Close is an
+// error.
 func (w *Writer) Close(ctx context.Context) (string, error) {
 	w.mu.Lock()
-	rows, closed := w.rows, w.closed
+	enc, closed, err, end := w.enc, w.closed, w.err, w.end
 	w.closed = true
 	w.mu.Unlock()
 	if closed {
@@ -82,11 +104,17 @@ func (w *Writer) Close(ctx context.Context) (string, error) {
 	if !passIDPattern.MatchString(w.passID) {
 		return "", fmt.Errorf("close ledger of pass %q: pass id must be 1 to 128 letters, digits, '.', '_' or '-'", w.passID)
 	}
-	key := Key(w.passID, passEnd(w.started, rows))
-	body, err := encode(rows, passMeta(w.passID, w.started, ""))
+	if err == nil && enc == nil {
+		enc, err = newStreamEncoder(writerBatch)
+	}
+	var body []byte
+	if err == nil {
+		body, err = enc.finish(passMeta(w.passID, w.started, ""))
+	}
 	if err != nil {
 		return "", fmt.Errorf("encode ledger of pass %s: %w", w.passID, err)
 	}
+	key := Key(w.passID, end)
 	if _, err := w.store.Put(ctx, key, body); err != nil {
 		return "", fmt.Errorf("write ledger %s: %w", key, err)
 	}
