@@ -36,10 +36,27 @@ type guard struct {
 // lost lease, a hold, a pause, a changed marker or commit, a read error)
 // is returned.
 func (g *guard) check(ctx context.Context) error {
+	reads := []func(context.Context) error{
+		func(ctx context.Context) error { return g.same(ctx, MarkerKey(g.name), g.markerETag, "marker") },
+	}
+	if g.commitETag != "" {
+		reads = append(reads, func(ctx context.Context) error {
+			return g.same(ctx, CommitKey(g.name), g.commitETag, "purge commit")
+		})
+	}
+	return g.ns.guardReads(ctx, "purge", g.name, g.lease, reads...)
+}
+
+// guardReads sends together the reads every guard of work under a table's
+// lease makes (the lease read back, the legal hold, the root's PAUSE
+// switch) and its own reads of objects, and returns the first failure in
+// order of precedence: a lost lease, a hold, a pause, a changed object (a
+// *ConflictError or a stuck purge), a read error. Each read is one request.
+func (ns *Namespace) guardReads(ctx context.Context, op, name string, lease *lock.Lease, objects ...func(context.Context) error) error {
 	var (
-		wg                                       sync.WaitGroup
-		leaseErr, holdErr, pauseErr, markErr, io error
-		mu                                       sync.Mutex
+		wg                                         sync.WaitGroup
+		mu                                         sync.Mutex
+		leaseErr, holdErr, pauseErr, changeErr, io error
 	)
 	fail := func(dst *error, err error) {
 		mu.Lock()
@@ -49,7 +66,7 @@ func (g *guard) check(ctx context.Context) error {
 		}
 	}
 	wg.Go(func() {
-		if err := g.lease.Verify(ctx); err != nil {
+		if err := lease.Verify(ctx); err != nil {
 			if errors.Is(err, lock.ErrLost) {
 				fail(&leaseErr, err)
 			} else {
@@ -58,37 +75,38 @@ func (g *guard) check(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() {
-		h, err := g.ns.readHold(ctx, g.name)
+		h, err := ns.readHold(ctx, name)
 		switch {
 		case err != nil:
 			fail(&io, err)
 		case h != nil:
-			fail(&holdErr, heldError(g.name, h))
+			fail(&holdErr, heldError(op, name, h))
 		}
 	})
 	wg.Go(func() {
-		why, err := g.ns.Paused(ctx)
+		why, err := ns.Paused(ctx)
 		switch {
 		case err != nil:
 			fail(&io, fmt.Errorf("%w: cannot read %s (%w); treated as paused", ErrPaused, PauseKey, err))
 		case why != "":
-			fail(&pauseErr, fmt.Errorf("purge %q: %w: %s", g.name, ErrPaused, why))
+			fail(&pauseErr, fmt.Errorf("%s %q: %w: %s", op, name, ErrPaused, why))
 		}
 	})
-	wg.Go(func() {
-		if err := g.same(ctx, MarkerKey(g.name), g.markerETag, "marker"); err != nil {
-			fail(&markErr, err)
-		}
-	})
-	if g.commitETag != "" {
+	for _, read := range objects {
 		wg.Go(func() {
-			if err := g.same(ctx, CommitKey(g.name), g.commitETag, "purge commit"); err != nil {
-				fail(&markErr, err)
+			err := read(ctx)
+			var ce *ConflictError
+			switch {
+			case err == nil:
+			case errors.As(err, &ce), errors.Is(err, ErrStuck):
+				fail(&changeErr, err)
+			default:
+				fail(&io, err)
 			}
 		})
 	}
 	wg.Wait()
-	for _, err := range []error{leaseErr, holdErr, pauseErr, markErr, io} {
+	for _, err := range []error{leaseErr, holdErr, pauseErr, changeErr, io} {
 		if err != nil {
 			return err
 		}

@@ -161,10 +161,10 @@ func (ns *Namespace) readHold(ctx context.Context, name string) (*Hold, error) {
 }
 
 // heldError explains a blocked purge.
-func heldError(name string, h *Hold) error {
+func heldError(op, name string, h *Hold) error {
 	at := ""
 	if h.HeldAtMs > 0 {
 		at = " since " + time.UnixMilli(h.HeldAtMs).UTC().Format(time.RFC3339)
 	}
-	return fmt.Errorf("purge %q: %w%s (%s); run 'reaper release' to lift it", name, ErrHeld, at, h.Reason)
+	return fmt.Errorf("%s %q: %w%s (%s); run 'reaper release' to lift it", op, name, ErrHeld, at, h.Reason)
 }

@@ -554,7 +554,7 @@ func (ns *Namespace) checkHold(ctx context.Context, name string) error {
 		return fmt.Errorf("purge %q: %w", name, err)
 	}
 	if h != nil {
-		return heldError(name, h)
+		return heldError("purge", name, h)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/lock"
@@ -337,75 +336,33 @@ type retainGuard struct {
 func (g *retainGuard) leaseHeld() error { return g.lease.Check() }
 
 // check runs every re-check; the first failure in order of precedence (a
-// lost lease, a hold, a pause, a drop, a changed record, a read error) is
-// returned.
+// lost lease, a hold, a pause, a drop or a changed record, a read error)
+// is returned.
 func (g *retainGuard) check(ctx context.Context) error {
-	var (
-		wg                                        sync.WaitGroup
-		mu                                        sync.Mutex
-		leaseErr, holdErr, pauseErr, dropErr, ioE error
-	)
-	fail := func(dst *error, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if *dst == nil {
-			*dst = err
-		}
-	}
-	wg.Go(func() {
-		if err := g.lease.Verify(ctx); err != nil {
-			if errors.Is(err, lock.ErrLost) {
-				fail(&leaseErr, err)
-			} else {
-				fail(&ioE, err)
-			}
-		}
-	})
-	wg.Go(func() {
-		h, err := g.ns.readHold(ctx, g.name)
-		switch {
-		case err != nil:
-			fail(&ioE, err)
-		case h != nil:
-			fail(&holdErr, fmt.Errorf("retain %q: %w (%s); run 'reaper release' to lift it", g.name, ErrHeld, h.Reason))
-		}
-	})
-	wg.Go(func() {
-		why, err := g.ns.Paused(ctx)
-		switch {
-		case err != nil:
-			fail(&ioE, fmt.Errorf("%w: cannot read %s (%w); treated as paused", ErrPaused, PauseKey, err))
-		case why != "":
-			fail(&pauseErr, fmt.Errorf("retain %q: %w: %s", g.name, ErrPaused, why))
-		}
-	})
-	for _, k := range []string{MarkerKey(g.name), CommitKey(g.name)} {
-		wg.Go(func() {
-			_, err := g.ns.store.Head(ctx, k)
+	absent := func(key string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := g.ns.store.Head(ctx, key)
 			switch {
 			case err == nil:
-				fail(&dropErr, &ConflictError{Name: g.name, Reason: fmt.Sprintf("%s appeared during retention: the table was dropped, and is left to its purge (which removes the retention record too)", k)})
+				return &ConflictError{Name: g.name, Reason: fmt.Sprintf("%s appeared during retention: the table was dropped, and is left to its purge (which removes the retention record too)", key)}
 			case !errors.Is(err, objstore.ErrNotFound):
-				fail(&ioE, fmt.Errorf("retain %q: re-check %s: %w", g.name, k, err))
+				return fmt.Errorf("retain %q: re-check %s: %w", g.name, key, err)
 			}
-		})
+			return nil
+		}
 	}
+	reads := []func(context.Context) error{absent(MarkerKey(g.name)), absent(CommitKey(g.name))}
 	if g.recordETag != "" {
-		wg.Go(func() {
+		reads = append(reads, func(ctx context.Context) error {
 			obj, err := g.ns.store.Head(ctx, RetainKey(g.name))
 			switch {
 			case errors.Is(err, objstore.ErrNotFound), err == nil && obj.ETag != g.recordETag:
-				fail(&dropErr, &ConflictError{Name: g.name, Reason: fmt.Sprintf("the retention record %s changed or vanished during the run (edited outside reaper's lease); it stopped before its next delete", RetainKey(g.name))})
+				return &ConflictError{Name: g.name, Reason: fmt.Sprintf("the retention record %s changed or vanished during the run (edited outside reaper's lease); it stopped before its next delete", RetainKey(g.name))}
 			case err != nil:
-				fail(&ioE, fmt.Errorf("retain %q: re-check %s: %w", g.name, RetainKey(g.name), err))
+				return fmt.Errorf("retain %q: re-check %s: %w", g.name, RetainKey(g.name), err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	for _, err := range []error{leaseErr, holdErr, pauseErr, dropErr, ioE} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.ns.guardReads(ctx, "retain", g.name, g.lease, reads...)
 }
