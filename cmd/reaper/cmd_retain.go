@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/config"
 )
 
 // retainOptions are the flags and arguments of `reaper retain`.
@@ -99,6 +100,21 @@ func (o retainOptions) policy() (reaper.RetentionPolicy, error) {
 	return p, nil
 }
 
+// envLeaseTTL is defaults.lease_ttl as purge reads it without a config
+// file: REAPER_DEFAULTS_LEASE_TTL, else the default. retain holds each
+// table's lease that long (renewed at a third of it), so that a run frozen
+// or killed mid-table is taken over as a purge's would be.
+func (g globalOptions) envLeaseTTL() (time.Duration, error) {
+	c, err := config.Load("", g.lookup)
+	if err != nil {
+		return 0, asUsage(err)
+	}
+	if d := c.Defaults.LeaseTTL.D(); d <= 0 {
+		return 0, usagef("REAPER_DEFAULTS_LEASE_TTL=%s: the lease length must be positive, e.g. 2m", d)
+	}
+	return c.Defaults.LeaseTTL.D(), nil
+}
+
 // runRetain plans retention on one root and prints the plans.
 func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := checkFormat(o.Output); err != nil {
@@ -113,6 +129,9 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	}
 	floor, err := o.ttlFloor()
 	if err != nil {
+		return err
+	}
+	if o.LeaseTTL, err = o.envLeaseTTL(); err != nil {
 		return err
 	}
 	ns, _, err := o.open(ctx)

@@ -82,6 +82,9 @@ type storeOptions struct {
 	globalOptions
 	Root           string
 	StorageOptions []string
+	// LeaseTTL is the length of the table leases the command takes; zero
+	// means reaper.DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 func (g globalOptions) now() time.Time {
@@ -317,6 +320,7 @@ func (o storeOptions) open(ctx context.Context) (*reaper.Namespace, *slog.Logger
 		StorageOptions: so,
 		DefaultTTL:     o.DefaultTTL,
 		SkewAllowance:  o.SkewAllowance,
+		LeaseTTL:       o.LeaseTTL,
 		Logger:         log,
 		Now:            o.Now,
 	}
