@@ -1,9 +1,11 @@
 // Package chaos holds the suites that try to make reaper lose live data:
 // fault injection in front of a real S3 server, SIGKILL and SIGSTOP at
 // random points (local disk, S3, GCS, Azure), drop/revive/purge races with
-// a raw writer, and replicas purging the same roots. Every suite checks the
-// same invariants (invariants_test.go) on checksums of every object before
-// and after.
+// a raw writer, replicas purging the same roots, and version retention
+// killed and stopped beside the real LanceDB client writing. The purge
+// suites check the same invariants (invariants_test.go) on checksums of
+// every object before and after; the retention suite has LanceDB read
+// every version it lists (retention_chaos_test.go).
 //
 // `make test` runs short, bounded versions; `make soak` sets
 // REAPER_TEST_SOAK=1 for long ones. Knobs (environment; the REAPER_TEST_
@@ -25,6 +27,7 @@
 //	REAPER_TEST_CHAOS_ROUNDS=N         rounds of the race suite
 //	REAPER_TEST_CHAOS_REPLICA_ROUNDS=N rounds of the replica suite
 //	REAPER_TEST_CHAOS_ROOT_MOVES=N     local roots repointed mid-purge
+//	REAPER_TEST_CHAOS_RETAIN_ROUNDS=N  rounds of the retention suite beside LanceDB
 //	REAPER_TEST_CHAOS_RACE_BIN=1       build the reaper binary with -race
 //	REAPER_TEST_BIN=PATH               use this reaper binary (make test: ./bin/reaper)
 package chaos
