@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/retention"
@@ -148,7 +149,12 @@ type RetainResult struct {
 // ErrPaused, ErrLocked, ErrAlreadyDeleted (a soft-deleted table is left to
 // its purge), ErrNotFound, ErrUnsupportedTable.
 func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions) (RetainResult, error) {
-	res, err := n.ns.Retain(ctx, name, lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress})
+	// Deletes go with the adaptive concurrency a purge has by default
+	// (limits.delete_concurrency, growing toward max_delete_concurrency),
+	// not one batch at a time.
+	d := config.Default().Limits
+	res, err := n.ns.Retain(ctx, name, lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress,
+		DeleteConcurrency: d.DeleteConcurrency, MaxDeleteConcurrency: d.MaxDeleteConcurrency})
 	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
 		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, err
 }
