@@ -280,8 +280,8 @@ func TestShippedLimits(t *testing.T) {
 
 func TestWithMemorySection(t *testing.T) {
 	sec := memBegin + "\n## Memory\nnew\n" + memEnd + "\n\n"
-	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", withMemorySection("# B\n\n## Commands\nx\n", sec), "before Commands")
+	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", memoryMarks.splice("# B\n\n## Commands\nx\n", sec), "before Commands")
 	old := "# B\n\n" + memBegin + "\n## Memory\nold\n" + memEnd + "\n\n## Commands\nx\n"
-	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", withMemorySection(old, sec), "replaced")
-	require.Equal(t, "# B\n\n"+sec, withMemorySection("# B\n", sec), "appended")
+	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", memoryMarks.splice(old, sec), "replaced")
+	require.Equal(t, "# B\n\n"+strings.TrimSuffix(sec, "\n"), memoryMarks.splice("# B\n", sec), "appended")
 }

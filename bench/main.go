@@ -56,15 +56,22 @@ type config struct {
 	MemEntries  []int
 	MemBaseline string
 	MemReps     int
-	// Only names the one scenario to run ("memory"): its section replaces
-	// the same section of the results file, and the rest is kept.
+	// Only names the one scenario group to run ("memory", "retention"):
+	// its section replaces the same section of the results file, and the
+	// rest is kept.
 	Only string
+	// Retention: where the retention scenarios run (s3, local; none).
+	Retention              []string
+	RetentionVersions      int // versions of the single-table fixture
+	RetentionTables        int // tables of the many-table fixture
+	RetentionTableVersions int // versions of each of those tables
+	RetentionReps          int
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	c := config{}
-	var sizes, local, peers, gcsSizes, azSizes, memEntries string
+	var sizes, local, peers, gcsSizes, azSizes, memEntries, retention string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000), or \"none\"")
@@ -88,7 +95,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&memEntries, "memory-entries", "", "top-level entries of the memory scenario's local roots (half tables, half their markers), comma-separated (default 200000,1000000; quick 200000), or \"none\"")
 	fs.StringVar(&c.MemBaseline, "memory-baseline", "", "git revision whose reaper the memory scenario also measures, on the same roots (before/after a change)")
 	fs.IntVar(&c.MemReps, "memory-reps", 1, "repetitions of each memory scenario command per build")
-	fs.StringVar(&c.Only, "only", "", "run one scenario alone: \"memory\" (its section of the results file is replaced, the rest kept)")
+	fs.StringVar(&c.Only, "only", "", `run one group of scenarios and rewrite only its section of the results file: "memory" or "retention"`)
+	fs.StringVar(&retention, "retention", "s3,local", `where reaper retain runs against the LanceDB client's cleanup: "s3", "local", both, or "none"`)
+	fs.IntVar(&c.RetentionVersions, "retention-versions", 2000, "versions of the single-table retention fixture, about 10 files each (0: no single-table scenario)")
+	fs.IntVar(&c.RetentionTables, "retention-tables", 100, "tables of the many-table retention fixture (0: no many-table scenario)")
+	fs.IntVar(&c.RetentionTableVersions, "retention-table-versions", 100, "versions of each of those tables")
+	fs.IntVar(&c.RetentionReps, "retention-reps", 3, "alternating repetitions per retention contender (local runs build their tables afresh each time: about 40 s for 2,000 versions, 2 min for 100 tables)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -126,11 +138,22 @@ func parseFlags(args []string) (config, error) {
 			return c, err
 		}
 	}
-	if c.Only != "" && c.Only != "memory" {
-		return c, fmt.Errorf("--only %q: want memory", c.Only)
+	if c.Only != "" && c.Only != "memory" && c.Only != "retention" {
+		return c, fmt.Errorf("--only %q: want memory or retention", c.Only)
 	}
 	if c.MemReps < 1 {
 		return c, fmt.Errorf("--memory-reps %d: want at least 1", c.MemReps)
+	}
+	if retention != "none" {
+		for _, w := range strings.Split(retention, ",") {
+			if w = strings.TrimSpace(w); w != "s3" && w != "local" {
+				return c, fmt.Errorf("--retention %q: want s3, local, both (s3,local) or none", retention)
+			}
+			c.Retention = append(c.Retention, strings.TrimSpace(w))
+		}
+	}
+	if c.Quick {
+		c.RetentionVersions, c.RetentionTables, c.RetentionTableVersions, c.RetentionReps = 500, 20, 50, 1
 	}
 	c.RSSPeer = !c.Quick
 	if c.RSSReps <= 0 {
@@ -143,6 +166,14 @@ func parseFlags(args []string) (config, error) {
 		if p = strings.TrimSpace(p); p != "" {
 			c.Peers = append(c.Peers, p)
 		}
+	}
+	if c.Only == "retention" {
+		if len(c.Retention) == 0 {
+			return c, fmt.Errorf("--only retention with --retention none measures nothing")
+		}
+		// Nothing else runs: no peers, test servers or tables to set up.
+		c.Sizes, c.GCSSizes, c.AzureSizes, c.LocalSizes, c.Peers = nil, nil, nil, nil, nil
+		c.RSSObjects, c.StatusTables, c.Roots = 0, 0, 0
 	}
 	return c, nil
 }
@@ -230,7 +261,7 @@ func run(ctx context.Context, c config, args []string) error {
 		if err := saveRaw(c.Repo, rep); err != nil {
 			return err
 		}
-		return os.WriteFile(out, []byte(rep.markdown()), 0o644)
+		return writeResults(out, rep)
 	}
 	if err := runScenarios(ctx, c, t, rep, func() error { return write(true) }); err != nil {
 		return err
@@ -248,8 +279,14 @@ func run(ctx context.Context, c config, args []string) error {
 // ignored by git: BENCHMARKS.md is the record.
 const rawPath = ".bench/last-run.json"
 
+// rawRetentionPath keeps the last --only retention run's.
+const rawRetentionPath = ".bench/last-retention-run.json"
+
 func saveRaw(repo string, rep *report) error {
 	p := filepath.Join(repo, rawPath)
+	if rep.Config.Only == "retention" {
+		p = filepath.Join(repo, rawRetentionPath)
+	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
@@ -282,12 +319,34 @@ func render(c config) error {
 		return renderMemory(c, &rep)
 	}
 	out := resultsPath(c.Repo, rep.Config.Out)
-	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
+	if err := writeResults(out, &rep); err != nil {
 		return err
 	}
 	logf("rendered %s from %s", out, c.Render)
 	fmt.Print(rep.summary())
 	return nil
+}
+
+// writeResults writes the results file: for --only retention its
+// retention section alone; otherwise the whole report, keeping each section
+// of the file whose group this run did not measure.
+func writeResults(out string, rep *report) error {
+	b, err := os.ReadFile(out)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	old := string(b)
+	if rep.Config.Only == "retention" {
+		return os.WriteFile(out, []byte(retentionMarks.splice(old, rep.retentionSection())), 0o644)
+	}
+	doc := rep.markdown()
+	if len(rep.Memory) == 0 && memoryMarks.of(old) != "" {
+		doc = memoryMarks.splice(doc, memoryMarks.of(old))
+	}
+	if len(rep.Retention) == 0 && retentionMarks.of(old) != "" {
+		doc = retentionMarks.splice(doc, retentionMarks.of(old))
+	}
+	return os.WriteFile(out, []byte(doc), 0o644)
 }
 
 // repoRoot finds the module root above the working directory.

@@ -30,6 +30,7 @@ type report struct {
 	MemBinaries []string
 	MemLimits   shipped
 	MemOnly     bool
+	Retention   []*retSeries
 	// Partial is set while scenarios remain: the report is written after
 	// each one, so an interrupted full run (it takes well over an hour on
 	// two cores) still leaves its finished measurements.
@@ -165,6 +166,7 @@ const perRoot = 3
 // targets evaluates every goal the issue sets.
 func (r *report) targets() []target {
 	var ts []target
+	ts = append(ts, r.retentionTargets()...)
 	ts = append(ts, r.azureTargets()...)
 	for _, scen := range r.scenarios("s3/") {
 		rs := r.find(scen, "reaper")
@@ -337,6 +339,9 @@ func (r *report) markdown() string {
 	w("%s", r.analysis())
 	if m := r.memorySection(); m != "" {
 		w("\n%s", m)
+	}
+	if len(r.Retention) > 0 {
+		w("\n%s", r.retentionSection())
 	}
 
 	w("\n## Commands\n\n```\n")

@@ -289,23 +289,6 @@ func goMemLimitBytes(v string) (int64, error) {
 // memoryDesign explains the numbers (docs/ARCHITECTURE.md has the rules).
 const memoryDesign = "A plan and a status read the root's listing as it arrives: a name is described once the listing has passed every key it can have (all lie between <name>. and <name>.reaper-purge), by a fixed pool of 16 readers, so what is in flight is a window of the listing, not the root (internal/lifecycle/scan.go). What stays per name is what the report must print, compactly: a decision that did no work (not due, refused with the root, a limit) and a completed purge or dry run are briefs of some 60 to 90 bytes, a due table a brief plus its marker's LastModified and ETag (internal/worker/brief.go, due.go); `reaper status` and the purge report are written as they stream (JSON element by element, the status table in blocks of 10,000 rows). Of what remains at a million entries, the largest part is the local backend's own: it lists a directory by reading all its names and sorting them (internal/objstore/local/list.go, tens of MB at a million entries), where object stores page their listings."
 
-// withMemorySection splices the memory section into an existing results
-// file: between the markers when present, else before the Commands
-// section (or at the end).
-func withMemorySection(old, section string) string {
-	if i := strings.Index(old, memBegin); i >= 0 {
-		if j := strings.Index(old[i:], memEnd); j >= 0 {
-			end := i + j + len(memEnd)
-			rest := strings.TrimLeft(old[end:], "\n")
-			return old[:i] + section + rest
-		}
-	}
-	if i := strings.Index(old, "\n## Commands"); i >= 0 {
-		return old[:i+1] + section + old[i+1:]
-	}
-	return strings.TrimRight(old, "\n") + "\n\n" + section
-}
-
 // memRawPath keeps the last memory-only run's measurements.
 const memRawPath = ".bench/last-memory-run.json"
 
@@ -328,7 +311,7 @@ func writeMemoryOnly(c config, rep *report) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(out, []byte(withMemorySection(string(old), rep.memorySection())), 0o644)
+	return os.WriteFile(out, []byte(memoryMarks.splice(string(old), rep.memorySection())), 0o644)
 }
 
 // maxLive is the largest live heap of the runs.

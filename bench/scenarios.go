@@ -56,6 +56,9 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 	}
 	defer gw.stop()
 	rep.Endpoint = gw.Endpoint
+	if c.Only == "retention" {
+		return retentionScenarios(ctx, c, t, gw, rep, checkpoint)
+	}
 	var steps []func() error
 	for _, n := range c.Sizes {
 		steps = append(steps, func() error { return s3Purge(ctx, c, t, gw, n, now, rep) })
@@ -106,7 +109,7 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 			return err
 		}
 	}
-	return nil
+	return retentionScenarios(ctx, c, t, gw, rep, checkpoint)
 }
 
 // rotate returns xs started at offset i, so contenders alternate in order

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,11 @@ type tools struct {
 	FakeGCS                        string // "" when the GCS scenarios are off
 	Azurite                        string
 	Versions                       map[string]string
+
+	// Node runs RetentionJS (test/interop/js/retention_bench.mjs) with the
+	// LanceDB client test/interop installs ("" without retention
+	// scenarios).
+	Node, RetentionJS string
 }
 
 // setupTools installs what is missing (peers with apt-get as root,
@@ -28,7 +34,7 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 		return memoryTools(ctx, c, t)
 	}
 	if c.Install {
-		if (lookAWS() == "" || lookPath("rclone") == "") && os.Geteuid() == 0 {
+		if len(c.Peers) > 0 && (lookAWS() == "" || lookPath("rclone") == "") && os.Geteuid() == 0 {
 			logf("installing awscli and rclone with apt-get")
 			cmd := exec.CommandContext(ctx, "sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli rclone")
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -52,6 +58,22 @@ func setupTools(ctx context.Context, c config) (tools, error) {
 		if err := sh(ctx, c.Repo, "make", "build"); err != nil {
 			return t, err
 		}
+		if len(c.Retention) > 0 {
+			if err := sh(ctx, c.Repo, "make", "interop-deps"); err != nil {
+				return t, err
+			}
+		}
+	}
+	if len(c.Retention) > 0 {
+		if t.Node = lookPath("node"); t.Node == "" {
+			return t, fmt.Errorf("the retention scenarios run the LanceDB client: install node (22 or newer), or pass --retention none")
+		}
+		t.RetentionJS = filepath.Join(c.Repo, "test", "interop", "js", "retention_bench.mjs")
+		if _, err := os.Stat(filepath.Join(c.Repo, "test", "interop", "node_modules", "@lancedb", "lancedb", "package.json")); err != nil {
+			return t, fmt.Errorf("the LanceDB client is not installed in test/interop/node_modules (run make interop-deps, or pass --retention none): %w", err)
+		}
+		t.Versions["node"] = strings.TrimSpace(out(ctx, "", t.Node, "--version"))
+		t.Versions["lancedb"] = npmVersion(c.Repo, "@lancedb/lancedb")
 	}
 	t.Reaper = filepath.Join(c.Repo, "bin", "reaper")
 	floor, err := buildFloor(ctx, c)
@@ -132,6 +154,21 @@ func buildFloor(ctx context.Context, c config) (string, error) {
 		return "", fmt.Errorf("build bench/floor: %w", err)
 	}
 	return bin, nil
+}
+
+// npmVersion is an installed npm package's version in test/interop.
+func npmVersion(repo, pkg string) string {
+	b, err := os.ReadFile(filepath.Join(repo, "test", "interop", "node_modules", filepath.FromSlash(pkg), "package.json"))
+	if err != nil {
+		return "unknown"
+	}
+	var p struct {
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(b, &p) != nil {
+		return "unknown"
+	}
+	return p.Version
 }
 
 // lookAWS prefers the distribution's awscli (what apt-get installs) over

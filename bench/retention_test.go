@@ -1,0 +1,66 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// --only retention rewrites the retention section alone, wherever it is;
+// a file without one gains it before its commands; a full run that
+// measured no retention keeps the section the file had.
+func TestSpliceRetention(t *testing.T) {
+	sec := func(body string) string { return retBegin + "\n" + body + "\n" + retEnd + "\n" }
+	for _, tc := range []struct{ name, doc, section, want string }{
+		{"replaced", "# B\n\nbefore\n" + sec("old") + "\nafter\n", sec("new"), "# B\n\nbefore\n" + sec("new") + "\nafter\n"},
+		{"before the commands", "# B\n\ntext\n\n## Commands\n\nx\n", sec("new"), "# B\n\ntext\n\n" + sec("new") + "\n## Commands\n\nx\n"},
+		{"appended", "# B\n\ntext\n", sec("new"), "# B\n\ntext\n\n" + sec("new")},
+		{"empty file", "", sec("new"), "\n\n" + sec("new")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, retentionMarks.splice(tc.doc, tc.section))
+		})
+	}
+	require.Equal(t, sec("old"), retentionMarks.of("x\n"+sec("old")+"y\n"))
+	require.Empty(t, retentionMarks.of("no section"))
+}
+
+func TestParseRetentionFlags(t *testing.T) {
+	c, err := parseFlags([]string{"--only", "retention", "--retention", "s3"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"s3"}, c.Retention)
+	require.Empty(t, c.Sizes, "nothing but retention runs")
+	require.Empty(t, c.Peers)
+	require.Zero(t, c.Roots)
+	c, err = parseFlags(nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"s3", "local"}, c.Retention)
+	require.Equal(t, 2000, c.RetentionVersions)
+	for _, bad := range [][]string{{"--retention", "gcs"}, {"--only", "purge"}, {"--only", "retention", "--retention", "none"}} {
+		_, err := parseFlags(bad)
+		require.Error(t, err, "%v", bad)
+	}
+}
+
+// The target holds reaper's whole process to a third of the client's
+// cleanup call, on S3 single-table scenarios only.
+func TestRetentionTarget(t *testing.T) {
+	run := func(cont string, wall, call time.Duration) *retSeries {
+		return &retSeries{Scenario: "retention-s3/single", Contender: cont, Tables: 1, Versions: 2000, Files: 20000,
+			Samples: []retSample{{Wall: wall, Call: call, Server: map[string]int64{"GetObject": 1}}}}
+	}
+	r := &report{Retention: []*retSeries{run(contReaper, 3500*time.Millisecond, 0), run(contLance, 10*time.Second, 9*time.Second)}}
+	ts := r.retentionTargets()
+	require.Len(t, ts, 1)
+	require.False(t, ts[0].Pass, "3.5 s is more than a third of the 9 s call")
+	r.Retention[0].Samples[0].Wall = 2 * time.Second
+	require.True(t, r.retentionTargets()[0].Pass)
+	local := &report{Retention: []*retSeries{run(contReaper, time.Second, 0), run(contLance, time.Second, time.Second)}}
+	for _, s := range local.Retention {
+		s.Scenario = "retention-local/single"
+	}
+	require.Empty(t, local.retentionTargets())
+	require.True(t, strings.Contains(r.retentionSection(), retEnd))
+}
