@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // This file owns the version-retention scenarios: reaper's `retain` against
@@ -315,7 +317,7 @@ func copyTables(ctx context.Context, fx retentionFixture, dir string) error {
 		return err
 	}
 	for _, n := range fx.names() {
-		if out, err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(fx.Dir, n+".lance"), dir).CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(fx.Dir, strings.TrimSuffix(lifecycle.TableDir(n), "/")), dir).CombinedOutput(); err != nil {
 			return fmt.Errorf("copy %s: %w: %s", n, err, out)
 		}
 	}
