@@ -17,6 +17,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -49,7 +50,7 @@ type Options struct {
 	// RetryMaxElapsed caps how long one call keeps retrying; zero means
 	// retry.DefaultMaxElapsed.
 	RetryMaxElapsed time.Duration
-	// Logger receives a warning per retry; nil means slog.Default().
+	// Logger receives a line per retry (retryLevel); nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics counts every call; nil means none.
 	Metrics *metrics.Metrics
@@ -101,9 +102,22 @@ func retryOptions(uri string, b objstore.Backend, o Options) retry.Options {
 		Pacer:       o.Pacer,
 		Unpaced:     o.Unpaced,
 		OnRetry: func(ctx context.Context, op, key string, attempt int, err error, wait time.Duration) {
-			log.WarnContext(ctx, "store request retried", "root", uri, "op", op, "key", key, "attempt", attempt, "wait", wait.String(), "error", err)
+			log.Log(ctx, retryLevel(err), "store request retried", "root", uri, "op", op, "key", key, "attempt", attempt, "wait", wait.String(), "error", err)
 		},
 	}
+}
+
+// retryLevel is the level of a retry's log line: a warning, except for a
+// failure the backend also calls a misconfiguration (an endpoint that
+// refuses connections or does not resolve). Those are retried for
+// retry.DefaultMisconfiguredMaxElapsed and, when they last, end in one error
+// naming the root and what to set; a warning per attempt before it said the
+// same thing eight times over.
+func retryLevel(err error) slog.Level {
+	if errors.Is(err, objstore.ErrMisconfigured) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 type wrapKey struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -206,4 +207,40 @@ func TestS3RetriedOnceAndOnlyByUs(t *testing.T) {
 	require.Equal(t, int64(2), counter.Counts()[metrics.S3PutObject])
 	require.NotZero(t, pacer.Rate(), "the descriptor's throttle classifier slowed the pacer")
 	require.Equal(t, 1.0, storeRequests(t, reg, metrics.OpPut, metrics.CodeOK))
+}
+
+// TestRetryLogLevel: a retried transient failure is a warning, but one the
+// backend also calls a misconfiguration (an unreachable endpoint) is
+// logged at debug: its final error says it once, in one line.
+func TestRetryLogLevel(t *testing.T) {
+	unreachable := &objstore.MisconfiguredError{Problem: "cannot reach the endpoint http://127.0.0.1:1: connection refused", Fix: "check aws_endpoint", Err: errFlaky}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"transient", errFlaky, "level=WARN"},
+		{"unreachable endpoint", unreachable, "level=DEBUG"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf strings.Builder
+			log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			f := &flaky{n: 1, err: tc.err}
+			s, err := stack.Open(t.Context(), "s3://bkt/p", nil, stack.Options{
+				Registry: memRegistry(t, isFlaky),
+				WrapBackend: func(s objstore.Store) objstore.Store {
+					f.Store = s
+					return f
+				},
+				Logger: log,
+			})
+			require.NoError(t, err)
+			_, err = s.Put(t.Context(), "k", []byte("v"))
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			require.Len(t, lines, 1, buf.String())
+			require.Contains(t, lines[0], `msg="store request retried"`)
+			require.True(t, strings.HasPrefix(lines[0][strings.Index(lines[0], "level="):], tc.want), lines[0])
+		})
+	}
 }
