@@ -35,6 +35,8 @@ func TestMessages(t *testing.T) {
 			stderrLast: "reaper: unknown flag: --bogus; run 'reaper --help' for the commands and flags"},
 		{name: "negative ttl", args: []string{"drop", "--root", root, "--ttl", "-1d", "orders"}, code: exitUsage,
 			stderrLast: `reaper: drop: invalid argument "-1d" for "--ttl" flag: duration "-1d" is not positive; write e.g. "90s", "30m", "7d" or "1d12h"; run 'reaper drop --help' for the flags`},
+		{name: "ttl in words", args: []string{"drop", "--root", root, "--ttl", "7 days", "orders"}, code: exitUsage,
+			stderrLast: `reaper: drop: invalid argument "7 days" for "--ttl" flag: duration "7 days": write it as "7d": a number and its unit (s, m, h or d) with no space, several in a row as in "1d12h"; run 'reaper drop --help' for the flags`},
 		{name: "yaml indentation", args: []string{"purge", "--config", badYAML}, code: exitUsage,
 			stderrLast: "reaper: config file " + badYAML + ": line 3: did not find expected '-' indicator"},
 		{name: "revive a live table", args: []string{"revive", "--root", root, "orders"}, code: exitFailed,

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,9 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, nil
 	}
 	in = strings.TrimPrefix(in, "+")
+	if want := spelledOut(in); want != "" {
+		return 0, fmt.Errorf("duration %q: write it as %q: a number and its unit (s, m, h or d) with no space, several in a row as in \"1d12h\"", s, want)
+	}
 	var total time.Duration
 	if i := strings.IndexByte(in, 'd'); i >= 0 {
 		days, err := strconv.ParseFloat(in[:i], 64)
@@ -61,6 +65,36 @@ func ParseDuration(s string) (time.Duration, error) {
 		return bad("too long")
 	}
 	return total + d, nil
+}
+
+// spelledUnit matches one number with a unit written out, abbreviated the
+// way people do, or after a space ("7 days", "2w", "36 hours", "10 min"):
+// what a TTL looks like in a ticket. Each unit maps to ParseDuration's
+// letter and how many of it one is.
+var spelledUnit = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(d|days?|w|wks?|weeks?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)$`)
+
+// spelledOut returns the form ParseDuration reads for an input spelledUnit
+// matches, or "" when it does not match or is that form already.
+func spelledOut(in string) string {
+	m := spelledUnit.FindStringSubmatch(in)
+	if m == nil {
+		return ""
+	}
+	num, unit := m[1], m[2]
+	switch unit[0] {
+	case 'w':
+		n, err := strconv.ParseFloat(num, 64)
+		if err != nil {
+			return ""
+		}
+		num, unit = strconv.FormatFloat(n*7, 'f', -1, 64), "d"
+	case 'd', 'h', 'm', 's':
+		unit = unit[:1]
+	}
+	if want := num + unit; want != in {
+		return want
+	}
+	return ""
 }
 
 // String renders the duration the way ParseDuration reads it: whole days
