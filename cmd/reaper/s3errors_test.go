@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -98,4 +100,17 @@ func TestS3NoCredentials(t *testing.T) {
 	code, _, stderr = run(t, "status", "--log-level", "debug", "--root", "s3://reaper-no-credentials/db")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, `region=us-east-1 region_from="default (set aws_region or AWS_REGION)" endpoint="the AWS default for the region"`)
+
+	// Off EC2 the SDK asks the instance metadata endpoint last; one that
+	// answers 403 (a proxy, a container platform) must still read as no
+	// credentials, not as the store denying access.
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer imds.Close()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "")
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.URL)
+	srv := objstoretest.S3(t)
+	root := srv.URI("db")
+	code, _, stderr = run(t, "status", "--root", root, "--storage-option", "aws_endpoint="+srv.Endpoint, "--storage-option", "allow_http=true")
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, strings.Replace(want, "s3://reaper-no-credentials/db", root, 1), stderr)
 }

@@ -41,12 +41,15 @@ func misconfigured(err error) *objstore.MisconfiguredError {
 		return me("access denied ("+code+")", "grant these credentials s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on the root, or use others ("+fixCredentials+")")
 	}
 	switch {
+	case noCredentials(err):
+		// Before the status: an instance metadata endpoint that answers
+		// 403 (outside EC2, or IMDS hop limit reached) puts its own status
+		// in the SDK's error, which is not the store's answer.
+		return me("no AWS credentials found (environment, shared config and profile, web identity, container or instance role)", fixCredentials)
 	case status == 301:
 		return me("the bucket is in another region"+regionOf(err), fixRegion(regionOf(err)))
 	case status == 403 && code == "":
 		return me("access denied (403)", "grant these credentials access to the root, or use others ("+fixCredentials+")")
-	case noCredentials(err):
-		return me("no AWS credentials found (environment, shared config and profile, web identity, container or instance role)", fixCredentials)
 	}
 	if me := objstore.UnreachableError(err, fixEndpoint); me != nil {
 		return me
