@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -51,6 +54,9 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
+	if err := checkEnvEndpoint(client, o); err != nil {
+		return nil, fmt.Errorf("open %s: %w", loc, err)
+	}
 	endpoint := o.Endpoint
 	if endpoint == "" {
 		endpoint = "the AWS default for the region"
@@ -61,6 +67,30 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	log.Debug("s3 client", "root", loc.String(), "region", client.Options().Region, "region_from", regionFrom,
 		"endpoint", endpoint, "path_style", !o.VirtualHostedStyle)
 	return New(client, loc), nil
+}
+
+// checkEnvEndpoint holds an endpoint the SDK took from the environment
+// (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, a profile's endpoint_url) to the
+// rule aws_endpoint follows (s3opt): plain http only with allow_http=true,
+// as Lance requires, so credentials never cross the network in the clear
+// because a variable was set.
+func checkEnvEndpoint(client *s3.Client, o s3opt.Options) error {
+	base := client.Options().BaseEndpoint
+	if o.Endpoint != "" || o.AllowHTTP || base == nil {
+		return nil
+	}
+	u, err := url.Parse(*base)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return nil
+	}
+	from := "the AWS profile's endpoint_url"
+	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if os.Getenv(v) != "" {
+			from = v
+			break
+		}
+	}
+	return fmt.Errorf("the endpoint %s (from %s) is plain http: pass the storage option %s=true to allow it", *base, from, s3opt.AllowHTTP)
 }
 
 // NewClient builds an SDK client from parsed options; httpClient may be nil
