@@ -13,6 +13,7 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 // dropOptions are the flags and arguments of `reaper drop`.
@@ -72,9 +73,26 @@ func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
 		if ttl := m.TTL(0); ttl < floor {
 			fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", displayName(name), shortTTLWarning(ttl, floor))
 		}
-		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with 'reaper revive --root %s %s'",
-			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), shellWord(ns.URI()), shellWord(name)), nil
+		return fmt.Sprintf("dropped (soft-deleted): ttl %s, purgeable after %s; undo with '%s'",
+			formatDuration(m.TTL(0)), formatTime(m.PurgeAfter(0)), reviveCommand(ns.URI(), o.StorageOptions, name)), nil
 	}, dropFailure))
+}
+
+// reviveCommand is the command that undoes a drop: the root and every
+// storage option the drop was given (an s3:// root on another endpoint
+// needs them to be reached at all), a secret's value written "..." for the
+// user to give again.
+func reviveCommand(uri string, storageOptions []string, name string) string {
+	words := []string{"reaper", "revive", "--root", shellWord(uri)}
+	reg := all.Default()
+	for _, kv := range storageOptions {
+		k, v, _ := strings.Cut(kv, "=")
+		if k = strings.TrimSpace(k); reg.IsSecretOption(k) {
+			v = "..."
+		}
+		words = append(words, "--storage-option", shellWord(k+"="+v))
+	}
+	return strings.Join(append(words, shellWord(name)), " ")
 }
 
 // dropFailure explains a failed drop in operator terms.

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
 func TestDropThenStatusJSON(t *testing.T) {
@@ -117,4 +120,38 @@ func TestDropDefaultTTL(t *testing.T) {
 	require.NoError(t, runDrop(context.Background(), dropOptions{storeOptions: o, Names: []string{"b"}}, &out))
 	body, _ = b.get(t, "b.deleted")
 	require.Regexp(t, fmt.Sprintf(`^\{"deleted_at_ms":\d+,"ttl_ms":%d\}$`, time.Hour.Milliseconds()), string(body))
+}
+
+// TestDropHintRevives: the "undo with" command drop prints revives the
+// table as printed, on every backend: it carries the root's storage options
+// (an S3 root on another endpoint is not reached without them), a secret's
+// value left for the user to give again.
+func TestDropHintRevives(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		b.writeTable(t, "orders", time.Now().Add(-time.Hour))
+		var out bytes.Buffer
+		require.NoError(t, runDrop(context.Background(), dropOptions{storeOptions: b.opts, Names: []string{"orders"}}, &out))
+		_, hint, ok := strings.Cut(strings.TrimSpace(out.String()), "; undo with '")
+		require.True(t, ok, out.String())
+		hint = strings.TrimSuffix(hint, "'")
+		secrets := map[string]string{}
+		for _, kv := range b.opts.StorageOptions {
+			k, v, _ := strings.Cut(kv, "=")
+			if all.Default().IsSecretOption(k) {
+				require.NotContains(t, hint, v, "a secret's value is never printed")
+				secrets[k+"=..."] = k + "=" + v
+			}
+		}
+		words := strings.Fields(hint)
+		require.Equal(t, []string{"reaper", "revive"}, words[:2])
+		for i, w := range words {
+			if s, ok := secrets[w]; ok {
+				words[i] = s
+			}
+		}
+		code, stdout, stderr := run(t, words[1:]...)
+		require.Equal(t, exitOK, code, "%s\n%s%s", hint, stdout, stderr)
+		_, ok = b.get(t, "orders.deleted")
+		require.False(t, ok, "revived")
+	})
 }
