@@ -115,6 +115,9 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 		return err
 	}
 	defer rt.close()
+	if err := reachRoot(ctx, o, rt); err != nil {
+		return err
+	}
 	rt.worker.Tables = o.Names
 	if o.Progress {
 		rt.worker.OnProgress = newProgressPrinter(o.stderr(), o.now).event
@@ -182,8 +185,10 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 // a reason the operator fixes in the configuration, a failedError when any
 // other root or any table failed.
 func (r *purgeReport) err() error {
-	if len(r.misconfigured) > 0 {
-		return &usageError{err: fmt.Errorf("purge: %w", errors.Join(r.misconfigured...))}
+	if n := len(r.misconfigured); n > 0 {
+		// The report names each root and what to set: the exit line points
+		// at it rather than say it again.
+		return &usageError{err: fmt.Errorf("purge: %d root(s) could not be reached, a configuration error (ROOTS FAILED above, or the failed entries without a name in the JSON, say what to set); nothing in them was purged", n)}
 	}
 	if len(r.Failed) == 0 {
 		return nil

@@ -21,6 +21,8 @@ func TestMessages(t *testing.T) {
 	badYAML := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(badYAML, []byte("roots:\n  - uri: /a\n   storage_options: {}\n"), 0o644))
 	missing := filepath.Join(t.TempDir(), "nope")
+	missingRootConfig := filepath.Join(t.TempDir(), "missing-root.yaml")
+	require.NoError(t, os.WriteFile(missingRootConfig, []byte("log:\n  format: text\nroots:\n  - uri: "+missing+"\n"), 0o644))
 
 	for _, tc := range []struct {
 		name       string
@@ -28,6 +30,8 @@ func TestMessages(t *testing.T) {
 		code       int
 		stdout     string // exact, when not ""
 		stderrLast string
+		// onlyLine: stderr is stderrLast alone and stdout is empty.
+		onlyLine bool
 	}{
 		{name: "unknown command with a flag", args: []string{"prune", "--root", "/x"}, code: exitUsage,
 			stderrLast: `reaper: unknown command "prune": did you mean "purge"? run 'reaper --help' for the list of commands`},
@@ -45,12 +49,18 @@ func TestMessages(t *testing.T) {
 		{name: "release without a hold", args: []string{"release", "--root", root, "orders"}, code: exitFailed,
 			stdout:     "orders: not released: it has no legal hold; nothing to release\n",
 			stderrLast: "reaper: release: 1 of 1 table(s) failed; see the per-table lines above"},
-		{name: "purge a missing root", args: []string{"purge", "--root", missing}, code: exitUsage,
+		// One line, as status says it: not a log line, a report and an exit
+		// line that all say the same.
+		{name: "purge a missing root", args: []string{"purge", "--root", missing}, code: exitUsage, onlyLine: true,
+			stderrLast: "reaper: purge: " + missing + ": directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI"},
+		// From a configuration file the pass runs (a CronJob records and
+		// pushes it): the report says what to set, the exit line points at it.
+		{name: "purge a missing root from a config file", args: []string{"purge", "--config", missingRootConfig}, code: exitUsage,
 			stdout: "ROOTS FAILED: 1 (not read; nothing in them was purged)\n" +
 				"  ROOT" + strings.Repeat(" ", len("file://"+missing)-len("ROOT")) + "  ERROR\n" +
 				"  file://" + missing + "  directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI\n\n" +
 				"reclaimed 0 objects, 0 B from 0 tables; 0 skipped, 0 failed; 1 root(s) could not be read\n",
-			stderrLast: "reaper: purge: file://" + missing + ": directory does not exist; create it (mkdir -p " + missing + ") or fix the root URI"},
+			stderrLast: "reaper: purge: 1 root(s) could not be reached, a configuration error (ROOTS FAILED above, or the failed entries without a name in the JSON, say what to set); nothing in them was purged"},
 		{name: "retain a placeholder table, deleting", args: []string{"retain", "--root", root, "--older-than", "7d", "-o", "json"}, code: exitOK,
 			stdout: "PREFIX:{\n  \"tables\": [\n    {\n      \"name\": \"orders\",\n      \"result\": \"unsupported\""},
 		{name: "retain without a cutoff", args: []string{"retain", "--root", root, "--dry-run"}, code: exitUsage,
@@ -67,6 +77,14 @@ func TestMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, append(tc.args, "--log-level", "error")...)
 			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			if tc.onlyLine {
+				// At the default log level, not --log-level error.
+				code, stdout, stderr = run(t, tc.args...)
+				require.Equal(t, tc.code, code)
+				require.Empty(t, stdout)
+				require.Equal(t, tc.stderrLast+"\n", stderr)
+				return
+			}
 			switch {
 			case strings.HasPrefix(tc.stdout, "PREFIX:"):
 				require.True(t, strings.HasPrefix(stdout, strings.TrimPrefix(tc.stdout, "PREFIX:")), stdout)
