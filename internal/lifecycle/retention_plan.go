@@ -59,7 +59,9 @@ func (ns *Namespace) PlanRetention(ctx context.Context, p retention.Policy, name
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	sts, err := ns.Status(ctx, names...)
+	// The root's listing and markers only: the written-after-drop check
+	// of Status concerns soft-deleted tables, which retention leaves.
+	sts, err := ns.collect(ctx, names, false)
 	if err != nil {
 		return nil, err
 	}

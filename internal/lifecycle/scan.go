@@ -66,7 +66,11 @@ type scanner struct {
 // for those without a key), in order, from the caller's goroutine. Lone
 // leases (no data, no marker) are not names of the root unless named. An
 // error from emit stops the scan and is returned.
-func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, order scanOrder, emit func(TableStatus, time.Time) error) (scanResult, error) {
+//
+// checkWrites has the pool check each due soft-deleted table for writes
+// after its drop (written_after_drop.go): what status shows; a plan leaves
+// that to the purge's own walk.
+func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, order scanOrder, checkWrites bool, emit func(TableStatus, time.Time) error) (scanResult, error) {
 	for _, n := range only {
 		if err := ValidateName(n); err != nil {
 			return scanResult{}, err
@@ -85,6 +89,9 @@ func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, o
 		wg.Go(func() {
 			for j := range jobs {
 				j.status, j.err = ns.describe(ctx, j.name, &j.entry, s.now)
+				if j.err == nil && checkWrites {
+					j.err = ns.noteWriteAfterDrop(ctx, &j.status, s.now)
+				}
 				close(j.done)
 			}
 		})

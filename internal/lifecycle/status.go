@@ -95,15 +95,17 @@ type rootEntry struct {
 
 // List returns every name of the root with its state, sorted by name, from
 // one paged listing of the root plus one read per marker and per held lease
-// by a fixed pool of readers (scan.go). It never lists inside a table.
+// by a fixed pool of readers (scan.go), and one listing of _versions/ per
+// due table: a table written after its drop has Problem set
+// (written_after_drop.go).
 func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
-	return ns.collect(ctx, nil)
+	return ns.collect(ctx, nil, true)
 }
 
 // Status returns the state of each named table, not_found for unknown names.
 // It costs the same listing as List.
 func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
-	return ns.collect(ctx, names)
+	return ns.collect(ctx, names, true)
 }
 
 // EachStatus is Status (List without names) without the slice: fn receives
@@ -112,16 +114,19 @@ func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus
 // it). A root of millions of names costs a window of them at a time, not
 // all of them (scan.go). An error from fn stops the listing and is
 // returned; a listing that fails part way has handed fn the names before
-// the failure.
+// the failure. Due tables are checked for writes after their drop, as
+// List does.
 func (ns *Namespace) EachStatus(ctx context.Context, names []string, fn func(s TableStatus, now time.Time) error) error {
-	_, err := ns.scan(ctx, nil, names, nameOrder, fn)
+	_, err := ns.scan(ctx, nil, names, nameOrder, true, fn)
 	return err
 }
 
-// collect is EachStatus into a slice.
-func (ns *Namespace) collect(ctx context.Context, names []string) ([]TableStatus, error) {
+// collect is EachStatus into a slice; checkWrites false leaves out the
+// written-after-drop check (a retention plan, which leaves soft-deleted
+// tables alone).
+func (ns *Namespace) collect(ctx context.Context, names []string, checkWrites bool) ([]TableStatus, error) {
 	var out []TableStatus
-	err := ns.EachStatus(ctx, names, func(s TableStatus, _ time.Time) error {
+	_, err := ns.scan(ctx, nil, names, nameOrder, checkWrites, func(s TableStatus, _ time.Time) error {
 		out = append(out, s)
 		return nil
 	})
