@@ -19,8 +19,10 @@ export GOGC
 ## command make runs gets it, so the builds still share their compiled packages.
 export GOFLAGS := $(strip $(GOFLAGS) -tags=arrow_json_stdlib)
 # GOBUILD is the one way a reaper binary is built: ./bin/reaper (the binary every test runs) and the
-# image's binaries (make image) differ only in GOOS/GOARCH and -o.
-GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
+# image's binaries (make image) differ only in GOOS/GOARCH and -o. scripts/progress.sh turns go build
+# -v's package names into a line every 100 packages, and one after 20 s without one, so a cold build
+# (minutes: every module downloaded and compiled) is never silent.
+GOBUILD    = CGO_ENABLED=0 scripts/progress.sh "go build" $(GO) build -v -trimpath -ldflags "$(LDFLAGS)"
 
 .PHONY: run test unit lint build tools clean model
 
@@ -31,14 +33,16 @@ run: build
 ## test: every test, with the race detector, against memory, local disk, a real S3 server, the GCS and
 ## Azure emulators and the real LanceDB client (installs the test servers and the npm packages on first
 ## use). The Go builds (./bin/reaper, then the Go-built test servers) run beside the downloads and
-## unpacking of the others; vet, the Go suites, the fuzz targets and deploy/ then run one after another
+## unpacking of the others, their lines as they come (no --output-sync: it held each install's
+## "installing (about N min)" line back until its "done"); vet, the Go suites, the fuzz targets and
+## deploy/ then run one after another
 ## (side by side on 2 cores they starve the lease tests' timers), each step announced with the time
 ## since the start. While go test runs, prebuild compiles the later steps' packages at the lowest
 ## CPU priority.
 test:
 	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
 	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
-	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing Azurite, spin, promtool and the npm client (first time about 5 min on 2 cores; later seconds)" -j4 --output-sync=line go-builds other-tools fmt interop-deps && \
+	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing what is missing of: Azurite and the LanceDB client (npm), spin and gcc (sudo apt-get install), promtool, the Pushgateway and node_exporter (Debian's prometheus, prometheus-pushgateway and prometheus-node-exporter, downloaded with apt-get and unpacked into .tools/bin) (first time about 5 min on 2 cores; later seconds)" -j4 go-builds other-tools fmt interop-deps && \
 	step "go vet with go test's race build (first time about 3 min: it compiles that build; later seconds)" vet && \
 	{ scripts/background.sh $(MAKE) --no-print-directory prebuild >/dev/null 2>&1 & pb=$$!; trap 'kill -- -$$pb 2>/dev/null' EXIT; } && \
 	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached)), with the fuzz and deploy/ builds niced beside it" gotest && \

@@ -20,7 +20,7 @@ SUDO=
 if [[ "$(id -u)" -ne 0 ]]; then
 	SUDO=sudo
 fi
-echo "install-promtools: unpacking Debian's prometheus, prometheus-pushgateway and prometheus-node-exporter into $bin"
+echo "install-promtools: ${SUDO:+$SUDO }apt-get update, then apt-get download of the Debian packages prometheus, prometheus-pushgateway and prometheus-node-exporter; promtool, pushgateway and node_exporter are unpacked into $bin (nothing is installed on the system)"
 $SUDO apt-get update -qq
 (cd "$work" && apt-get download -qq prometheus prometheus-pushgateway prometheus-node-exporter)
 for deb in "$work"/*.deb; do

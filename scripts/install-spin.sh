@@ -17,7 +17,7 @@ if [[ "$(id -u)" -ne 0 ]]; then
 	SUDO=sudo
 fi
 
-echo "install-spin: installing ${need[*]} with apt-get (about 30 s)"
+echo "install-spin: installing the Debian package(s) ${need[*]}: ${SUDO:+$SUDO }apt-get update, then ${SUDO:+$SUDO }apt-get install -y ${need[*]} (about 30 s)"
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 command -v spin >/dev/null 2>&1 || { echo "install-spin: spin is still not on PATH" >&2; exit 1; }
