@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -43,9 +44,10 @@ func newDemoCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo [--dir DIR]",
 		Short: "Seed a demo database and run one purge pass over it",
-		Long: `Seed a small demo database root under DIR/db in Lance's directory layout:
-live tables, soft-deleted tables with a 2s TTL, one soft-deleted table not
-due yet and one orphan marker. Wait the 2 seconds (due-ness is judged by
+		Long: `Seed a small demo database root under DIR/db with tables LanceDB wrote
+(@lancedb/lancedb 0.39; LanceDB opens them there): live tables,
+soft-deleted tables with a 2s TTL, one soft-deleted table not due yet and
+one orphan marker. Wait the 2 seconds (due-ness is judged by
 the store's clock), then show its status, run one purge pass
 (the same code as 'reaper purge'), explain what was reclaimed and what was
 kept and why, and show the status again.
@@ -71,10 +73,9 @@ DIR cannot be used.`,
 // demoTable is one name of the demo root.
 type demoTable struct {
 	name string
-	// versions, fragments: how much Lance layout to write; 0 fragments and
-	// a drop means an orphan marker.
-	versions, fragments int
-	index, deletions    bool
+	// data: the table's files are in demodata/ (a table LanceDB wrote);
+	// without them a drop leaves an orphan marker.
+	data bool
 	// ttl > 0 drops the table with that TTL.
 	ttl   time.Duration
 	story string
@@ -87,17 +88,20 @@ type demoTable struct {
 const demoTTL = 2 * time.Second
 
 var demoTables = []demoTable{
-	{name: "customers", versions: 3, fragments: 2, index: true, story: "live table"},
-	{name: "orders", versions: 2, fragments: 3, deletions: true, story: "live table"},
-	{name: "events.2024", versions: 4, fragments: 3, deletions: true, ttl: demoTTL,
-		story: "dropped with a 2s TTL"},
-	{name: "clickstream_raw", versions: 2, fragments: 4, index: true, ttl: demoTTL,
-		story: "dropped with a 2s TTL"},
-	{name: "staging_import", versions: 1, fragments: 1, ttl: 7 * 24 * time.Hour,
-		story: "dropped with a 7d TTL"},
-	{name: "old_experiments", ttl: demoTTL,
-		story: "marker left behind after its data was deleted (2s TTL)"},
+	{name: "customers", data: true, story: "live table: 3 versions, a bitmap index"},
+	{name: "orders", data: true, story: "live table: 2 versions, a deletion file"},
+	{name: "events.2024", data: true, ttl: demoTTL, story: "dropped with a 2s TTL: 4 versions"},
+	{name: "clickstream_raw", data: true, ttl: demoTTL, story: "dropped with a 2s TTL: a btree index"},
+	{name: "staging_import", data: true, ttl: 7 * 24 * time.Hour, story: "dropped with a 7d TTL"},
+	{name: "old_experiments", ttl: demoTTL, story: "marker left behind after its data was deleted (2s TTL)"},
 }
+
+// demoData holds the demo's tables, written by the LanceDB client
+// (@lancedb/lancedb 0.39) with scripts/gen-demo-tables.sh: real Lance
+// tables, which LanceDB lists and opens from the demo root.
+//
+//go:embed all:demodata
+var demoData embed.FS
 
 // runDemo seeds the demo root, shows it, purges it once and shows it again.
 func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
@@ -205,12 +209,14 @@ func prepareDemoDir(dir string) (string, error) {
 	return abs, nil
 }
 
-// seedDemo writes the demo tables under root, in Lance's directory layout,
-// their files dated an hour ago.
+// seedDemo copies the demo tables under root, their files dated an hour
+// ago (before the drops, as a table's files are).
 func seedDemo(root string, now time.Time) error {
 	for _, t := range demoTables {
-		files := lanceTableFiles(t.versions, t.fragments, t.index, t.deletions)
-		if err := writeLocalTable(root, t.name, files, now.Add(-time.Hour)); err != nil {
+		if !t.data {
+			continue
+		}
+		if err := writeDemoTable(root, t.name, now.Add(-time.Hour)); err != nil {
 			return err
 		}
 	}
@@ -223,7 +229,7 @@ func dropDemo(ctx context.Context, ns *reaper.Namespace, root string) error {
 	for _, t := range demoTables {
 		switch {
 		case t.ttl == 0:
-		case t.fragments == 0:
+		case !t.data:
 			if err := writeLocalFile(filepath.Join(root, lifecycle.MarkerKey(t.name)), lifecycle.EncodeMarker(time.Now(), t.ttl), time.Now()); err != nil {
 				return err
 			}
@@ -265,38 +271,20 @@ func waitDemoDue(ctx context.Context, ns *reaper.Namespace) error {
 	}
 }
 
-// lanceTableFiles returns the keys (relative to <name>.lance/) and bodies
-// of a plausible Lance table: manifests, transactions, data fragments,
-// deletion files and an index.
-func lanceTableFiles(versions, fragments int, index, deletions bool) map[string][]byte {
-	files := map[string][]byte{}
-	if fragments == 0 {
-		return files
-	}
-	for v := 1; v <= versions; v++ {
-		files[fmt.Sprintf("_versions/%d.manifest", v)] = filler(600 + 100*v)
-		files[fmt.Sprintf("_transactions/%d-%s.txn", v-1, newUUID())] = filler(200)
-	}
-	for f := range fragments {
-		files["data/"+newUUID()+".lance"] = filler(48<<10 + f*40<<10)
-		if deletions && f == 0 {
-			files[fmt.Sprintf("_deletions/%d-%d-%d.arrow", f, versions, 1+f)] = filler(300)
-		}
-	}
-	if index {
-		files["_indices/"+newUUID()+"/index.idx"] = filler(24 << 10)
-	}
-	return files
-}
-
-// writeLocalTable writes files under root/<name>.lance/ dated mtime.
-func writeLocalTable(root, name string, files map[string][]byte, mtime time.Time) error {
-	for rel, body := range files {
-		if err := writeLocalFile(filepath.Join(root, filepath.FromSlash(lifecycle.TableDir(name)+rel)), body, mtime); err != nil {
+// writeDemoTable copies demodata/<name>.lance/ to root/<name>.lance/, its
+// files dated mtime.
+func writeDemoTable(root, name string, mtime time.Time) error {
+	dir := path.Join("demodata", lifecycle.TableDir(name))
+	return fs.WalkDir(demoData, strings.TrimSuffix(dir, "/"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
 			return err
 		}
-	}
-	return nil
+		body, err := demoData.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return writeLocalFile(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(p, "demodata/"))), body, mtime)
+	})
 }
 
 func writeLocalFile(path string, body []byte, mtime time.Time) error {
@@ -309,22 +297,6 @@ func writeLocalFile(path string, body []byte, mtime time.Time) error {
 	return os.Chtimes(path, mtime, mtime)
 }
 
-func filler(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte('a' + i%26)
-	}
-	return b
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 // demoPrinter writes the walkthrough around the status and purge output.
 type demoPrinter struct {
 	w    io.Writer
@@ -332,15 +304,18 @@ type demoPrinter struct {
 }
 
 func (p *demoPrinter) intro() {
-	fmt.Fprintf(p.w, `reaper demo: seeded a Lance database root at
+	fmt.Fprintf(p.w, `reaper demo: seeded a LanceDB database root at
   %s
 
-Each table is a directory <name>.lance/ (manifests in _versions/, data in
-data/, plus _transactions/, _deletions/, _indices/). Dropping a table the
-Lance soft-delete way writes a sibling marker <name>.deleted holding
-{"deleted_at_ms":...,"ttl_ms":...}; the data stays until the TTL passes by
-the store's clock. (The demo's TTLs are seconds so it can wait them out; a
-purge refuses TTLs under safety.min_ttl, 1h, unless --allow-short-ttl.)
+Its tables were written by LanceDB (@lancedb/lancedb 0.39): LanceDB lists
+and opens them from this root. Each is a directory <name>.lance/ (manifests
+in _versions/, data in data/, plus _transactions/, _deletions/, _indices/).
+reaper drops a table by writing a sibling marker <name>.deleted holding
+{"deleted_at_ms":...,"ttl_ms":...}, as Lance's coming soft-delete will; the
+data stays until the TTL passes by the store's clock. (The demo's TTLs are
+seconds so it can wait them out; a purge refuses TTLs under safety.min_ttl,
+1h, unless --allow-short-ttl.) Today's LanceDB does not read markers: it
+still lists and opens a dropped table until reaper purges it.
 
 The demo root holds:
 `, p.root)
@@ -395,5 +370,8 @@ Try it yourself on this root (make build puts the binary in ./bin):
   ./bin/reaper purge  --root %[1]s --dry-run            # what a pass would reclaim
   ./bin/reaper purge  --root %[1]s --allow-short-ttl    # a minute later: reclaims orders
   ./bin/reaper revive --root %[1]s orders               # instead of the purge: undo the drop
+
+LanceDB opens the tables left here, e.g. in Node:
+  (await (await require("@lancedb/lancedb").connect("%[1]s")).tableNames())
 `, p.root)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,10 +28,19 @@ func TestDemo(t *testing.T) {
 			_, err := os.Stat(filepath.Join(db, name))
 			require.ErrorIs(t, err, os.ErrNotExist, "%s must be purged", name)
 		}
-		kept := []string{"customers.lance/_versions/1.manifest", "orders.lance/_versions/2.manifest",
-			"staging_import.lance/_versions/1.manifest", "staging_import.deleted"}
+		// The tables LanceDB wrote (demodata/), whole: V2 manifest names,
+		// 2^64-1 - version.
+		kept := []string{"customers.lance/_versions/18446744073709551612.manifest", "orders.lance/_versions/18446744073709551613.manifest",
+			"staging_import.lance/_versions/18446744073709551614.manifest", "staging_import.deleted"}
 		for _, name := range kept {
 			require.FileExists(t, filepath.Join(db, name))
+		}
+		for _, table := range []string{"customers", "orders", "staging_import"} {
+			want, err := fs.Glob(demoData, "demodata/"+table+".lance/*/*")
+			require.NoError(t, err)
+			got, err := filepath.Glob(filepath.Join(db, table+".lance", "*", "*"))
+			require.NoError(t, err)
+			require.Len(t, got, len(want), "%s: every file of the table", table)
 		}
 		require.FileExists(t, filepath.Join(dir, demoSentinel))
 	}
