@@ -17,38 +17,9 @@ import (
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
-)
-
-// Types of a pass over many roots (PurgeRoots).
-type (
-	// PassReport is the outcome of one pass: every root's plan and every
-	// table's decision. Result() says success, refused, partial, failed or
-	// interrupted, as `reaper purge` reports it.
-	PassReport = worker.Report
-	// RootReport is one root's part of a pass.
-	RootReport = worker.RootReport
-	// Decision is one table's fate in a pass: Action and Reason are the
-	// values the audit ledger and the metrics use.
-	Decision = worker.Decision
-	// Action is what a pass did with one table.
-	Action = outcome.Action
-	// Reason says why (Decision.Reason); docs/OUTCOMES.md lists them all.
-	Reason = outcome.Reason
-)
-
-// Actions of a pass (Decision.Action).
-const (
-	ActionPurged   = outcome.Purged
-	ActionSkipped  = outcome.Skipped
-	ActionDryRun   = outcome.DryRun
-	ActionFailed   = outcome.Failed
-	ActionConflict = outcome.Conflict
-	ActionHeld     = outcome.Held
-	ActionRefused  = outcome.Refused
 )
 
 // Root is one database root of a pass: a URI as Open takes it and the
@@ -141,7 +112,11 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 		obs = append(obs, decisionObserver{f: opts.OnDecision})
 	}
 	w.Observer = obs
-	return w.Pass(ctx, nil)
+	rep, err := w.Pass(ctx, nil)
+	if rep == nil {
+		return nil, exported(err)
+	}
+	return passReportOf(rep), exported(err)
 }
 
 // passConfig is the CLI's configuration for the same pass: built-in
@@ -184,7 +159,7 @@ type decisionObserver struct {
 	f func(Decision)
 }
 
-func (o decisionObserver) Decision(_ *worker.Report, d worker.Decision) { o.f(d) }
+func (o decisionObserver) Decision(_ *worker.Report, d worker.Decision) { o.f(decisionOf(d)) }
 
 func hostname() string {
 	h, _ := os.Hostname()

@@ -2,11 +2,35 @@
 // worker for Lance / LanceDB databases. Open a database root (a local
 // directory, /abs/path or file:///abs/path, or a prefix in S3 (s3://),
 // Google Cloud Storage (gs://) or Azure Blob Storage (az://, abfss://)) and
-// drop, revive, inspect, hold and purge its tables with the same soft-delete protocol Lance uses: drop writes
-// <root>/<name>.deleted, purge reclaims <root>/<name>.lance/ once the marker's
-// TTL has passed, under a lease that holds across processes and machines.
-// PurgeRoots runs a whole pass over many roots with every safety rail of the
-// `reaper purge` command.
+// drop, revive, inspect, hold and purge its tables with Lance's soft-delete
+// protocol: drop writes <root>/<name>.deleted, purge reclaims
+// <root>/<name>.lance/ once the marker's TTL has passed, under a lease that
+// holds across processes and machines. Released LanceDB versions do not
+// read markers yet: a dropped table stays visible to them until it is
+// purged.
+//
+// # Guide
+//
+// Open a root once and call its Namespace from any goroutine:
+//
+//	ns, err := reaper.Open(ctx, "s3://bucket/lancedb", reaper.Options{
+//		StorageOptions: map[string]string{"aws_region": "eu-west-1"},
+//	})
+//	m, err := ns.Drop(ctx, "events", 7*24*time.Hour) // soft-delete; the data stays
+//	err = ns.Revive(ctx, "events")                   // undo it before the purge
+//	all, err := ns.Status(ctx)                       // every name with its State
+//	due, err := ns.ListPurgeable(ctx, time.Time{})   // due by the store's clock, oldest first
+//	res, err := ns.Purge(ctx, due[0].Name, reaper.PurgeOptions{})
+//
+// The examples (example_test.go; pkg.go.dev shows them) run each step: Example drops
+// and purges a table, ExampleNamespace_Purge reports progress,
+// ExampleNamespace_PlanPurge shows what a pass would do, ExampleNamespace_Hold
+// keeps a table from every purge, and ExamplePurgeRoots runs a whole pass
+// over many roots with every safety rail of the `reaper purge` command
+// (blast radius, minimum TTL, PAUSE, holds, limits, the audit ledger).
+// PlanRetention and Retain remove old versions of live tables, as Lance's
+// own cleanup does. Time is always the store's clock (StoreNow), never
+// this host's: a marker is due when its TTL has passed on it.
 //
 // A name of a root is in exactly one State:
 //
@@ -56,63 +80,10 @@ import (
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
-// Types shared with the lifecycle engine.
-type (
-	// TableStatus is one name of a root with its state.
-	TableStatus = lifecycle.TableStatus
-	// State is exists, soft_deleted, purging, partially_purged, stuck,
-	// orphan_marker, invalid_marker, unreadable, not_a_table or not_found.
-	State = lifecycle.State
-	// Marker is a parsed <name>.deleted marker.
-	Marker = lifecycle.Marker
-	// Plan splits a root into due, not-due, invalid and busy tables.
-	Plan = lifecycle.Plan
-	// PurgeOptions tune one purge (dry run, progress callback).
-	PurgeOptions = lifecycle.PurgeOptions
-	// PurgeResult reports one purge.
-	PurgeResult = lifecycle.PurgeResult
-	// Outcome says what a purge did.
-	Outcome = lifecycle.Outcome
-	// NotDueError says when a table becomes purgeable.
-	NotDueError = lifecycle.NotDueError
-	// ConflictError says why a purge refused a table written after its drop.
-	ConflictError = lifecycle.ConflictError
-	// StuckError says why a committed purge cannot finish and what to do.
-	StuckError = lifecycle.StuckError
-	// LeaseInfo describes the holder of a table's lifecycle lease.
-	LeaseInfo = lock.Info
-	// LockedError names the holder when a lease is taken (errors.Is ErrLocked).
-	LockedError = lock.LockedError
-	// Hold is a legal hold: while it exists the table is never purged.
-	Hold = lifecycle.Hold
-)
-
 // ValidateName reports whether name can be a table name: not empty, not "."
 // or "..", and without '/', '\\' or NUL. Check names up front to refuse a
 // batch before any of it is applied.
 func ValidateName(name string) error { return lifecycle.ValidateName(name) }
-
-// States.
-const (
-	StateExists          = lifecycle.StateExists
-	StateSoftDeleted     = lifecycle.StateSoftDeleted
-	StatePurging         = lifecycle.StatePurging
-	StatePartiallyPurged = lifecycle.StatePartiallyPurged
-	StateStuck           = lifecycle.StateStuck
-	StateNotATable       = lifecycle.StateNotATable
-	StateOrphanMarker    = lifecycle.StateOrphanMarker
-	StateInvalidMarker   = lifecycle.StateInvalidMarker
-	StateUnreadable      = lifecycle.StateUnreadable
-	StateNotFound        = lifecycle.StateNotFound
-)
-
-// Outcomes.
-const (
-	OutcomePurged       = lifecycle.OutcomePurged
-	OutcomeOrphanMarker = lifecycle.OutcomeOrphanMarker
-	OutcomeDryRun       = lifecycle.OutcomeDryRun
-	OutcomePartial      = lifecycle.OutcomePartial
-)
 
 // Sentinel errors.
 var (
@@ -149,11 +120,16 @@ var (
 	ErrRootChanged = objstore.ErrRootChanged
 )
 
-// Defaults.
+// Defaults of Options.
 const (
-	DefaultTTL           = lifecycle.DefaultTTL
-	DefaultSkewAllowance = lifecycle.DefaultSkewAllowance
-	DefaultLeaseTTL      = lifecycle.DefaultLeaseTTL
+	// DefaultTTL is the TTL of a drop without one and of a marker without
+	// ttl_ms.
+	DefaultTTL = 7 * 24 * time.Hour
+	// DefaultSkewAllowance is how far a marker may be dated ahead, and how
+	// long after its deleted_at a table's files may change.
+	DefaultSkewAllowance = 5 * time.Minute
+	// DefaultLeaseTTL is the length of a table's lease.
+	DefaultLeaseTTL = 2 * time.Minute
 )
 
 // Options configure Open. The zero value is ready to use.
@@ -261,18 +237,20 @@ func (n *Namespace) URI() string { return n.ns.Store().URI() }
 // ttl <= 0). ErrNotFound when the table has no data, ErrAlreadyDeleted when a
 // marker exists (it is left byte-identical).
 func (n *Namespace) Drop(ctx context.Context, name string, ttl time.Duration) (Marker, error) {
-	return n.ns.Drop(ctx, name, ttl)
+	m, err := n.ns.Drop(ctx, name, ttl)
+	return markerOf(m), exported(err)
 }
 
 // Revive removes a table's marker under the lifecycle lock; data untouched.
 func (n *Namespace) Revive(ctx context.Context, name string) error {
-	return n.ns.Revive(ctx, name)
+	return exported(n.ns.Revive(ctx, name))
 }
 
 // Status returns the state of each named table (not_found for unknown
 // names), or of every name in the root when none are given.
 func (n *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
-	return n.ns.Status(ctx, names...)
+	st, err := n.ns.Status(ctx, names...)
+	return statusesOf(st), exported(err)
 }
 
 // EachStatus is Status without the slice, for roots too big to hold: fn
@@ -283,31 +261,37 @@ func (n *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus,
 // fn stops it and is returned; one that fails part way has handed fn the
 // names before the failure.
 func (n *Namespace) EachStatus(ctx context.Context, fn func(s TableStatus, now time.Time) error, names ...string) error {
-	return n.ns.EachStatus(ctx, names, fn)
+	return exported(n.ns.EachStatus(ctx, names, func(s lifecycle.TableStatus, now time.Time) error {
+		return fn(statusOf(s), now)
+	}))
 }
 
 // List returns every name in the root with its state.
 func (n *Namespace) List(ctx context.Context) ([]TableStatus, error) {
-	return n.ns.List(ctx)
+	st, err := n.ns.List(ctx)
+	return statusesOf(st), exported(err)
 }
 
 // StoreNow reads the store's clock: the one that stamps the markers and by
 // which tables become due (a TableStatus's Due takes it).
 func (n *Namespace) StoreNow(ctx context.Context) (time.Time, error) {
-	return n.ns.Store().Now(ctx)
+	now, err := n.ns.Store().Now(ctx)
+	return now, exported(err)
 }
 
 // ListPurgeable returns the soft-deleted tables due by the store's clock,
 // oldest first. A non-zero now earlier than the store's clock judges at now
 // instead: it can make the list stricter, never purge earlier.
 func (n *Namespace) ListPurgeable(ctx context.Context, now time.Time) ([]TableStatus, error) {
-	return n.ns.ListPurgeable(ctx, now)
+	st, err := n.ns.ListPurgeable(ctx, now)
+	return statusesOf(st), exported(err)
 }
 
 // PlanPurge classifies every marker by the store's clock, or at now when
 // that is earlier (limited to names when given).
 func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...string) (Plan, error) {
-	return n.ns.PlanPurge(ctx, now, names...)
+	p, err := n.ns.PlanPurge(ctx, now, names...)
+	return planOf(p), exported(err)
 }
 
 // Purge reclaims one due soft-deleted table in the crash-safe order
@@ -321,7 +305,8 @@ func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (
 	d := config.Default().Limits
 	opts.DeleteConcurrency = cmp.Or(opts.DeleteConcurrency, d.DeleteConcurrency)
 	opts.MaxDeleteConcurrency = cmp.Or(opts.MaxDeleteConcurrency, d.MaxDeleteConcurrency)
-	return n.ns.Purge(ctx, name, opts)
+	res, err := n.ns.Purge(ctx, name, opts.internal())
+	return purgeResultOf(res), exported(err)
 }
 
 // Hold puts a legal hold on a table: no purge deletes it, whatever its
@@ -329,12 +314,13 @@ func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (
 // kept as it is (ErrHeld); ErrNotFound when the name has neither data nor a
 // marker.
 func (n *Namespace) Hold(ctx context.Context, name, reason string) (Hold, error) {
-	return n.ns.PlaceHold(ctx, name, reason)
+	h, err := n.ns.PlaceHold(ctx, name, reason)
+	return holdOf(h), exported(err)
 }
 
 // Release lifts a table's legal hold (ErrNotFound when it has none).
 func (n *Namespace) Release(ctx context.Context, name string) error {
-	return n.ns.ReleaseHold(ctx, name)
+	return exported(n.ns.ReleaseHold(ctx, name))
 }
 
 // PlaceHold is Hold.

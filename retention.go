@@ -89,7 +89,7 @@ type RetentionFile struct {
 func (n *Namespace) PlanRetention(ctx context.Context, policy RetentionPolicy, names ...string) ([]RetentionPlan, error) {
 	plans, err := n.ns.PlanRetention(ctx, policy.internal(), names...)
 	if err != nil {
-		return nil, err
+		return nil, exported(err)
 	}
 	out := make([]RetentionPlan, len(plans))
 	for i, p := range plans {
@@ -156,5 +156,5 @@ func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions)
 	res, err := n.ns.Retain(ctx, name, lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress,
 		DeleteConcurrency: d.DeleteConcurrency, MaxDeleteConcurrency: d.MaxDeleteConcurrency})
 	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
-		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, err
+		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, exported(err)
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -285,21 +287,25 @@ func skipReason(d worker.Decision) string {
 		}
 		return d.Detail
 	case outcome.ReasonConflict:
-		var ce *reaper.ConflictError
+		var ce *lifecycle.ConflictError
 		if errors.As(d.Err, &ce) {
 			return ce.Error() // "conflict: table ...: why"
 		}
 		return "conflict: " + d.Detail
 	case outcome.ReasonLocked:
-		var le *reaper.LockedError
+		var le *lock.LockedError
 		if errors.As(d.Err, &le) {
 			at := le.TakeoverAt
 			if le.Never() {
 				at = time.Time{}
 			}
-			return "locked: " + leaseHolder(&le.Holder, at)
+			return "locked: " + leaseHolder(&reaper.LeaseInfo{Owner: le.Holder.Owner}, at)
 		}
-		return "locked: " + leaseHolder(d.Status.Lease, d.Status.LeaseTakeoverAt)
+		var holder *reaper.LeaseInfo
+		if d.Status.Lease != nil {
+			holder = &reaper.LeaseInfo{Owner: d.Status.Lease.Owner}
+		}
+		return "locked: " + leaseHolder(holder, d.Status.LeaseTakeoverAt)
 	case outcome.ReasonHeld:
 		if d.Status.Hold != nil {
 			return "held: legal hold (" + d.Status.Hold.Reason + "); 'reaper release' lifts it"
@@ -317,7 +323,7 @@ func skipReason(d worker.Decision) string {
 // failureText explains a failed table.
 func failureText(d worker.Decision) string {
 	switch {
-	case d.Err == nil && (d.Reason == outcome.ReasonInvalidMarker || d.Status.State == reaper.StateUnreadable):
+	case d.Err == nil && (d.Reason == outcome.ReasonInvalidMarker || d.Status.State == lifecycle.StateUnreadable):
 		return invalidMessage(d.Status)
 	case d.Err == nil && d.Reason == outcome.ReasonFutureMarker:
 		return "future-dated marker: " + d.Status.Problem
@@ -330,11 +336,11 @@ func failureText(d worker.Decision) string {
 }
 
 // invalidMessage explains an invalid, unreadable or future-dated marker.
-func invalidMessage(s reaper.TableStatus) string {
+func invalidMessage(s lifecycle.TableStatus) string {
 	switch s.State {
-	case reaper.StateInvalidMarker:
+	case lifecycle.StateInvalidMarker:
 		return fmt.Sprintf("%s.deleted: %s; it is never purged: fix it, or remove it with 'reaper revive' to keep the table", s.Name, s.Problem)
-	case reaper.StateUnreadable:
+	case lifecycle.StateUnreadable:
 		return fmt.Sprintf("%s; not purged while unreadable: check the store's permissions on that key (the next pass retries)", s.Problem)
 	}
 	return "future-dated marker: " + s.Problem

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
-	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // lookup reads an environment variable (os.LookupEnv unless a test set
@@ -36,7 +35,7 @@ func (g globalOptions) ttlFloor() (time.Duration, error) {
 // belowFloor reports whether purge's short_ttl rail keeps s: a committed
 // purge and an orphan marker pass it whatever their TTL (worker/rails.go).
 func belowFloor(s reaper.TableStatus, floor time.Duration) bool {
-	return s.Marker != nil && s.TTL < floor && s.Commit == nil && s.State != lifecycle.StateOrphanMarker
+	return s.Marker != nil && s.TTL < floor && s.Commit == nil && s.State != reaper.StateOrphanMarker
 }
 
 // shortTTLWarning is what drop and status say about a TTL below the floor.

@@ -20,6 +20,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
+	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -113,9 +114,9 @@ func wholeReport(rep *worker.Report, withRoot bool) *purgeReport {
 		})
 		for _, d := range ds {
 			switch d.Action {
-			case reaper.ActionPurged, reaper.ActionDryRun:
+			case outcome.Purged, outcome.DryRun:
 				out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes})
-			case reaper.ActionFailed:
+			case outcome.Failed:
 				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: failureText(d)})
 			default:
 				out.Skipped = append(out.Skipped, skippedJSON{Root: root, Name: d.Table, Action: d.Action, Code: d.Reason, Reason: skipReason(d)})
