@@ -42,7 +42,8 @@ type Reason string
 type PassResult string
 
 // PassReport is the outcome of one pass (PurgeRoots): every root's plan and
-// every table's decision.
+// every table's decision. Its methods read the pass itself: call them on a
+// report PurgeRoots returned.
 type PassReport struct {
 	PassID   string
 	Started  time.Time
@@ -93,7 +94,7 @@ type Totals struct {
 	RefusedRoots int
 }
 
-// RootReport is one root's part of a pass.
+// RootReport is one root's part of a pass (PassReport.Roots).
 type RootReport struct {
 	Root     string
 	Started  time.Time
