@@ -191,6 +191,12 @@ $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/p
 	cd $(INTEROP) && npm install --no-audit --no-fund
 	@touch $@
 
+## rules: write deploy/prometheus/reaper-rules.yml, the plain Prometheus rule file, from the
+## PrometheusRule deploy/prometheus/prometheusrule.yaml (deploy's tests fail while it is stale)
+.PHONY: rules
+rules:
+	cd deploy && $(GO) run ./cmd/reaper-rules
+
 ## deploy-check: deploy/ (the image, Kubernetes, Prometheus, Grafana) against ./bin/reaper and a real
 ## pass's metrics; deploy/ is its own Go module, so k8s, kustomize and Prometheus stay out of go.mod.
 ## It builds with ./bin/reaper's flags (CGO_ENABLED=0, -trimpath) to share the standard library's

@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 )
 
 // promtool is Debian's promtool (see debianTool).
@@ -24,21 +22,20 @@ func runPromtool(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// writeRuleFile writes the PrometheusRule's groups as a plain rule file.
+// writeRuleFile copies the plain rule file reaper ships
+// (prometheus/reaper-rules.yml, generated from the PrometheusRule: rules_test.go
+// checks it is) into dir as rules.yml.
 func writeRuleFile(t *testing.T, dir string) {
 	t.Helper()
-	data, err := yaml.Marshal(struct {
-		Groups []monitoringv1.RuleGroup `json:"groups"`
-	}{loadRules(t).Spec.Groups})
+	data, err := os.ReadFile(plainRuleFile)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), data, 0o644))
 }
 
-// TestPromtoolChecksRules: `promtool check rules` accepts the rules.
+// TestPromtoolChecksRules: `promtool check rules` accepts the plain rule
+// file a Prometheus without the Operator loads.
 func TestPromtoolChecksRules(t *testing.T) {
-	dir := t.TempDir()
-	writeRuleFile(t, dir)
-	runPromtool(t, dir, "check", "rules", "rules.yml")
+	runPromtool(t, ".", "check", "rules", plainRuleFile)
 }
 
 // ruleTests are promtool unit tests of the alerts a real Prometheus would
@@ -65,6 +62,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, namespace: lance, job: reaper, instance: "10.0.0.8:9090"}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reapernorecentsuccess
               summary: 'reaper has not finished a successful pass for 2h 0m 0s'
               description: >-
                 No fully successful purge pass of reaper 10.0.0.8:9090 in lance for 2h 0m 0s, twice its schedule.
@@ -83,6 +81,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, namespace: lance, job: reaper-lance, shard: "1"}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reapernorecentsuccess
               summary: 'reaper has not finished a successful pass for 2h 0m 0s'
               description: >-
                 No fully successful purge pass of reaper-lance shard 1 in lance for 2h 0m 0s, twice its schedule.
@@ -100,6 +99,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, namespace: lance, job: reaper, instance: "10.0.0.7:9090", root: "s3://b/db", reason: blast_radius}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reaperrootrefused
               summary: 'reaper refuses root s3://b/db: blast_radius'
               description: >-
                 Passes over s3://b/db in lance were refused before deleting anything (reason blast_radius).
@@ -116,6 +116,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, namespace: lance, job: reaper, instance: "10.0.0.7:9090", root: "s3://b/db", reason: error}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reaperrootrefused
               summary: 'reaper refuses root s3://b/db: error'
               description: >-
                 Passes over s3://b/db in lance were refused before deleting anything (reason error).
@@ -135,6 +136,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, namespace: lance, job: reaper-lance, root: "s3://b/db", reason: blast_radius}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reaperrootrefused
               summary: 'reaper refuses root s3://b/db: blast_radius'
               description: >-
                 Passes over s3://b/db in lance were refused before deleting anything (reason blast_radius).
@@ -162,6 +164,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: critical, namespace: lance, job: reaper, instance: "10.0.0.7:9090"}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reaperledgerwritefailures
               summary: reaper cannot write its audit ledger
               description: >-
                 60 audit ledger write(s) of reaper 10.0.0.7:9090 in lance failed in the last hour (or in the last pushed run). Purges
@@ -183,6 +186,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: critical, namespace: lance, job: reaper-lance}
             exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reaperledgerwritefailures
               summary: reaper cannot write its audit ledger
               description: >-
                 1 audit ledger write(s) of reaper-lance in lance failed in the last hour (or in the last pushed run). Purges

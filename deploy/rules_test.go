@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lance-reaper/reaper/deploy/rules"
 )
 
 // loadRules decodes deploy/prometheus/prometheusrule.yaml strictly into the
@@ -28,6 +30,78 @@ func loadRules(t *testing.T) *monitoringv1.PrometheusRule {
 	r, ok := o.obj.(*monitoringv1.PrometheusRule)
 	require.True(t, ok, "prometheusrule.yaml holds a %s", o.kind)
 	return r
+}
+
+// plainRuleFile is the rule file for a Prometheus without the Operator,
+// generated from prometheusrule.yaml (make rules).
+var plainRuleFile = filepath.Join("prometheus", "reaper-rules.yml")
+
+// runbookURL is where an alert's runbook_url points: its section of
+// docs/RUNBOOK.md (GitHub's anchor of a heading is the heading lower-cased).
+func runbookURL(alert string) string {
+	return "https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#" + strings.ToLower(alert)
+}
+
+// TestPlainRuleFileIsGenerated: the plain rule file is the PrometheusRule's
+// groups as `make rules` writes them (comments included), and says the same
+// rules, read back by Prometheus's own parser.
+func TestPlainRuleFileIsGenerated(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("prometheus", "prometheusrule.yaml"))
+	require.NoError(t, err)
+	want, err := rules.PlainFile(src)
+	require.NoError(t, err)
+	got, err := os.ReadFile(plainRuleFile)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got), "%s is stale: run make rules", plainRuleFile)
+
+	plain, errs := rulefmt.Parse(got, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	fromRule, err := yaml.Marshal(struct {
+		Groups []monitoringv1.RuleGroup `json:"groups"`
+	}{loadRules(t).Spec.Groups})
+	require.NoError(t, err)
+	operator, errs := rulefmt.Parse(fromRule, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs)
+	require.Len(t, plain.Groups, len(operator.Groups))
+	for i, g := range operator.Groups {
+		p := plain.Groups[i]
+		require.Equal(t, g.Name, p.Name)
+		require.Equal(t, g.Interval, p.Interval)
+		require.Len(t, p.Rules, len(g.Rules))
+		for j, r := range g.Rules {
+			q := p.Rules[j]
+			require.Equal(t, []any{r.Record, r.Alert, strings.TrimSpace(r.Expr), r.For, r.Labels, r.Annotations},
+				[]any{q.Record, q.Alert, strings.TrimSpace(q.Expr), q.For, q.Labels, q.Annotations}, "group %s rule %d", g.Name, j)
+		}
+	}
+}
+
+// TestEveryAlertHasARunbook: each alert links its section of
+// docs/RUNBOOK.md, and the runbook has a section for every alert and no
+// other.
+func TestEveryAlertHasARunbook(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoDir(t), "docs", "RUNBOOK.md"))
+	require.NoError(t, err)
+	sections := map[string]bool{}
+	for l := range strings.Lines(string(doc)) {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "## "); ok {
+			sections[name] = true
+		}
+	}
+	alerts := map[string]bool{}
+	for _, g := range loadRules(t).Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts[r.Alert] = true
+			require.Equal(t, runbookURL(r.Alert), r.Annotations["runbook_url"], "%s links its runbook section", r.Alert)
+			require.True(t, sections[r.Alert], "docs/RUNBOOK.md has no section ## %s", r.Alert)
+		}
+	}
+	for s := range sections {
+		require.True(t, alerts[s], "docs/RUNBOOK.md has a section %q that is no alert", s)
+	}
 }
 
 // TestRulesArePrometheusRules: the groups load as a Prometheus rule file
