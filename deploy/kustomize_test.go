@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// reaperImage is the image every reaper container runs (make image's).
-const reaperImage = "ghcr.io/lance-reaper/reaper"
+// reaperImage is the image every reaper container names: a placeholder a
+// user's overlay replaces with the image they built (make image), through
+// kustomize's images transformer; unset, it never resolves (imageref_test.go).
+const reaperImage = "set-image-in-overlay.invalid/reaper"
 
 // configFile is where the pods mount the configuration.
 const configFile = "/etc/reaper/reaper.yaml"
@@ -185,6 +187,7 @@ func TestKustomizationsBuild(t *testing.T) {
 		"kubernetes/examples/azure-workload-identity",
 		"kubernetes/examples/gcs-workload-identity",
 		"kubernetes/examples/s3-irsa",
+		"kubernetes/examples/s3-static-keys",
 		"kubernetes/examples/sharded",
 		"kubernetes/examples/sidecar",
 		"prometheus",
@@ -276,6 +279,11 @@ func TestConfigMapIsConfigReaperYAML(t *testing.T) {
 	require.True(t, bytes.Equal(want, got),
 		"deploy/kubernetes/base/reaper.yaml differs from config/reaper.yaml: cp config/reaper.yaml deploy/kubernetes/base/reaper.yaml")
 	for _, b := range allBuilds(t) {
+		want := want
+		if own, ok := ownConfig[b.dir]; ok {
+			want, err = os.ReadFile(filepath.Join(b.dir, own))
+			require.NoError(t, err)
+		}
 		for _, o := range b.all("ConfigMap") {
 			cm := o.obj.(*corev1.ConfigMap)
 			if !strings.HasPrefix(cm.Name, "reaper-config-") {
@@ -285,6 +293,10 @@ func TestConfigMapIsConfigReaperYAML(t *testing.T) {
 		}
 	}
 }
+
+// ownConfig are the examples whose reaper.yaml replaces config/reaper.yaml
+// (configMapGenerator behavior: replace), by directory.
+var ownConfig = map[string]string{"kubernetes/examples/s3-static-keys": "reaper.yaml"}
 
 // podTemplate is a pod template found in a build, with what owns it.
 type podTemplate struct {
@@ -300,16 +312,23 @@ func podTemplates(t *testing.T) []podTemplate {
 	t.Helper()
 	var out []podTemplate
 	for _, b := range allBuilds(t) {
-		for _, o := range b.objects {
-			switch v := o.obj.(type) {
-			case *batchv1.CronJob:
-				out = append(out, podTemplate{build: b, owner: o.kind + "/" + o.name, spec: &v.Spec.JobTemplate.Spec.Template,
-					job: &v.Spec.JobTemplate.Spec, cron: &v.Spec})
-			case *batchv1.Job:
-				out = append(out, podTemplate{build: b, owner: o.kind + "/" + o.name, spec: &v.Spec.Template, job: &v.Spec})
-			case *appsv1.Deployment:
-				out = append(out, podTemplate{build: b, owner: o.kind + "/" + o.name, spec: &v.Spec.Template, dep: &v.Spec})
-			}
+		out = append(out, podTemplatesIn(b)...)
+	}
+	return out
+}
+
+// podTemplatesIn are the pod templates of one build's workloads.
+func podTemplatesIn(b *build) []podTemplate {
+	var out []podTemplate
+	for _, o := range b.objects {
+		switch v := o.obj.(type) {
+		case *batchv1.CronJob:
+			out = append(out, podTemplate{build: b, owner: o.kind + "/" + o.name, spec: &v.Spec.JobTemplate.Spec.Template,
+				job: &v.Spec.JobTemplate.Spec, cron: &v.Spec})
+		case *batchv1.Job:
+			out = append(out, podTemplate{build: b, owner: o.kind + "/" + o.name, spec: &v.Spec.Template, job: &v.Spec})
+		case *appsv1.Deployment:
+			out = append(out, podTemplate{build: b, owner: o.kind + "/" + o.name, spec: &v.Spec.Template, dep: &v.Spec})
 		}
 	}
 	return out
@@ -502,7 +521,7 @@ func TestCronJobsFollowTheSchedule(t *testing.T) {
 		}
 		require.True(t, exit2, "%s: exit status 2 (configuration error) must not be retried", p)
 	}
-	require.Equal(t, 5, n) // cronjob, s3-irsa, gcs-workload-identity, azure-workload-identity, sharded
+	require.Equal(t, 6, n) // cronjob, s3-irsa, s3-static-keys, gcs-workload-identity, azure-workload-identity, sharded
 }
 
 // TestDaemonProbesAndScraping: the daemon and the sidecar listen where
@@ -605,6 +624,33 @@ func TestShardedExample(t *testing.T) {
 	tenants := p.volume("tenants")
 	require.NotNil(t, tenants.PersistentVolumeClaim, "the tenants' volume")
 	require.Nil(t, tenants.EmptyDir)
+}
+
+// TestDiscoverOnlyWhereMeant: REAPER_DISCOVER is set by the sharded example
+// alone, whose tenants' volume holds the discover parent; elsewhere a
+// pattern over an empty directory only made the pods mount one for it (and
+// a parent that does not exist makes every pass partial).
+func TestDiscoverOnlyWhereMeant(t *testing.T) {
+	for _, p := range podTemplates(t) {
+		for _, c := range p.reaperContainers() {
+			pattern, ok := envValue(c, "REAPER_DISCOVER")
+			if p.build.dir != "kubernetes/examples/sharded" {
+				require.False(t, ok, "%s: REAPER_DISCOVER=%s", p, pattern)
+				require.Nil(t, p.volume("tenants"), "%s mounts a tenants' volume", p)
+				continue
+			}
+			require.True(t, ok, "%s: REAPER_DISCOVER", p)
+			parent := strings.TrimSuffix(pattern, "*/")
+			var mounted *corev1.Volume
+			for _, m := range c.VolumeMounts {
+				if strings.HasPrefix(parent, strings.TrimSuffix(m.MountPath, "/")+"/") {
+					mounted = p.volume(m.Name)
+				}
+			}
+			require.NotNil(t, mounted, "%s: nothing is mounted at the discover parent %s", p, parent)
+			require.NotNil(t, mounted.PersistentVolumeClaim, "%s: the discover parent is the tenants' volume", p)
+		}
+	}
 }
 
 // TestS3IRSAExample: IRSA annotation on the ServiceAccount the pods use, an

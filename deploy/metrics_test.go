@@ -248,7 +248,7 @@ func (s s3Server) yamlOptions(indent string) string {
 // startVersityGW starts the versitygw S3 server that `make tools` installs
 // (REAPER_VERSITYGW, <repo>/.tools/bin/versitygw or PATH) on a free loopback
 // port, with one empty bucket; it stops with the test.
-func startVersityGW(t *onceT, dataDir string) s3Server {
+func startVersityGW(t testing.TB, dataDir string) s3Server {
 	bin := os.Getenv("REAPER_VERSITYGW")
 	if bin == "" {
 		bin = filepath.Join(repoDir(t), ".tools", "bin", "versitygw")
