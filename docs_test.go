@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,4 +97,67 @@ func paragraph(t *testing.T, file, start string) string {
 		s = s[:end]
 	}
 	return s
+}
+
+// The README's first screen is what a newcomer reads: what reaper is,
+// whether today's LanceDB needs it, and how to start. These keep it so.
+const (
+	// readmeMaxBytes keeps the README a README; the details live in docs/.
+	readmeMaxBytes = 15 * 1024
+	// firstScreen is how many lines a terminal or a repository page shows
+	// before scrolling.
+	firstScreen = 30
+)
+
+// TestReadmeFirstScreen: the first code block's commands are make targets
+// the Makefile has, and the first screen names LanceDB and heads the
+// section on what today's LanceDB does with markers.
+func TestReadmeFirstScreen(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	require.Less(t, len(b), readmeMaxBytes, "README.md is %d bytes: move details to docs/", len(b))
+	lines := strings.Split(string(b), "\n")
+	mk, err := os.ReadFile("Makefile")
+	require.NoError(t, err)
+	var block []string
+	for i, in := 0, false; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "```") {
+			if in {
+				break
+			}
+			in = true
+			continue
+		}
+		if in {
+			block = append(block, lines[i])
+		}
+	}
+	var targets []string
+	for _, l := range block {
+		f := strings.Fields(l)
+		require.GreaterOrEqual(t, len(f), 2, "README's first block: %q", l)
+		require.Equal(t, "make", f[0], "README's first block runs make: %q", l)
+		require.Regexp(t, `(?m)^`+f[1]+`:`, string(mk), "README runs make %s: the Makefile has no such target", f[1])
+		targets = append(targets, f[1])
+	}
+	require.Equal(t, []string{"run", "test"}, targets)
+	screen := strings.Join(lines[:min(firstScreen, len(lines))], "\n")
+	require.Contains(t, screen, "LanceDB")
+	require.Contains(t, screen, "\n## LanceDB and the markers today\n", "the first screen says what today's LanceDB does with markers")
+}
+
+// TestReadmeLinksResolve: every relative link of the README names a file
+// of the repository.
+func TestReadmeLinksResolve(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	links := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`).FindAllStringSubmatch(string(b), -1)
+	require.NotEmpty(t, links)
+	for _, m := range links {
+		if strings.Contains(m[1], "://") {
+			continue
+		}
+		_, err := os.Stat(m[1])
+		require.NoError(t, err, "README links %s", m[1])
+	}
 }
