@@ -40,7 +40,11 @@ while :; do
 	elif (($? <= 128)); then
 		break # end of input without an exit line: the shell itself failed
 	elif ((SECONDS - last >= tick)); then
-		say "still working, $n packages compiled so far; a first build downloads every module before compiling"
+		if ((n == 0)); then
+			say "still working: downloading modules (a first build fetches every one before compiling)"
+		else
+			say "still working: $n packages compiled so far"
+		fi
 	fi
 done
 exit "$rc"
