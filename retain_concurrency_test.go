@@ -17,7 +17,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
-	"github.com/lance-reaper/reaper/internal/objstore/stack"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // overlapBatches records how many batch deletes are in flight at once. The
