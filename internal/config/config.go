@@ -39,6 +39,9 @@ type Config struct {
 	Safety   Safety  `yaml:"safety"`
 	Metrics  Metrics `yaml:"metrics"`
 	Audit    Audit   `yaml:"audit"`
+	// Retention of old versions of live tables, off by default; a root or
+	// discover pattern may set its own (RetentionFor).
+	Retention Retention `yaml:"retention"`
 }
 
 // Log configures log/slog output.
@@ -66,6 +69,9 @@ type Root struct {
 	// StorageOptions are the options of the URI's backend, by Lance's
 	// names (its descriptor's Options).
 	StorageOptions map[string]string `yaml:"storage_options"`
+	// Retention replaces the keys of the top-level retention section it
+	// sets, for this root (or every root this pattern discovers).
+	Retention RetentionOverride `yaml:"retention"`
 	// Listing is never configured: discovery (roots.Expand, once per pass)
 	// sets it to the discovered root's listing, which the pass plans from
 	// instead of listing the root again (lifecycle/listing.go).

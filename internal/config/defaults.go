@@ -45,7 +45,8 @@ func Default() Config {
 			BlastRadiusMinTables: 10,
 			RetentionEnabled:     boolPtr(true),
 		},
-		Metrics: Metrics{PerRootLabels: boolPtr(true), PushJob: "reaper"},
+		Metrics:   Metrics{PerRootLabels: boolPtr(true), PushJob: "reaper"},
+		Retention: defaultRetention(),
 	}
 }
 

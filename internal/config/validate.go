@@ -67,6 +67,7 @@ func (c Config) Validate() error {
 	c.validateRoots(v)
 	c.validateShard(v)
 	c.validateOutputs(v)
+	c.validateRetention(v)
 	return v.err()
 }
 

@@ -23,6 +23,10 @@
 //	ledger_write_failures_total                audit ledger writes that failed (each fails its pass)
 //	s3_http_requests_total{operation,code}     RequestCounter; code is the HTTP status or "error"
 //	build_info{version,go_version}             always 1
+//	retention_tables_total{result}             live tables version retention visited (RetentionResults)
+//	retention_versions_removed_total           versions whose manifests retention deleted
+//	retention_objects_deleted_total            objects deleted by retention
+//	retention_bytes_reclaimed_total            bytes of those objects
 //
 // The root label is "" (aggregated) unless Options.PerRootLabels is set.
 package metrics
@@ -82,6 +86,7 @@ type Metrics struct {
 	ledgerFailures  prometheus.Counter
 	s3Requests      *prometheus.CounterVec
 	buildInfo       *prometheus.GaugeVec
+	retention       retention
 
 	// mu guards the per-root state behind the aggregated gauges.
 	mu         sync.Mutex
@@ -182,6 +187,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Namespace: namespace, Name: "build_info",
 			Help: "Always 1; its labels say which reaper and Go built the process that exported it.",
 		}, []string{"version", "go_version"}),
+		retention: newRetention(),
 	}
 	m.buildInfo.WithLabelValues(cmp.Or(opts.Version, "unknown"), runtime.Version()).Set(1)
 	m.precreate()
@@ -192,12 +198,12 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.passes, m.lastSuccess, m.passDuration, m.tablesPurged, m.purgeFailures,
 		m.purgeConflicts, m.objectsDeleted, m.bytesReclaimed, m.tables, m.oldestDue,
 		m.storeRequests, m.storeDuration, m.lockAcquisition, m.rootsRefused,
 		m.skipped, m.ledgerFailures, m.s3Requests, m.buildInfo,
-	}
+	}, m.retention.collectors()...)
 }
 
 // precreate creates the series of every known label value at zero. Per-root
@@ -216,6 +222,7 @@ func (m *Metrics) precreate() {
 	for _, v := range outcome.SkipReasons() {
 		m.skipped.WithLabelValues(string(v))
 	}
+	m.retention.precreate()
 	for _, op := range storeOps {
 		m.storeDuration.WithLabelValues(op)
 		for _, code := range storeCodes {

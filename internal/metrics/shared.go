@@ -35,6 +35,7 @@ func NewShared(reg prometheus.Registerer, opts Options) *Metrics {
 	m.ledgerFailures = adopt(reg, m.ledgerFailures)
 	m.s3Requests = adopt(reg, m.s3Requests)
 	m.buildInfo = adopt(reg, m.buildInfo)
+	m.retention.adopt(reg)
 	m.precreate()
 	return m
 }

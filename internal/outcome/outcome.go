@@ -29,11 +29,14 @@ const (
 	Held Action = "held"
 	// Refused: a safety rail refused the whole root (blast radius).
 	Refused Action = "refused"
+	// Cleaned: version retention removed old versions of a live table and
+	// the files only they referenced.
+	Cleaned Action = "cleaned"
 )
 
 // Actions lists every action, in the order above.
 func Actions() []Action {
-	return []Action{Purged, Skipped, DryRun, Failed, Conflict, Held, Refused}
+	return []Action{Purged, Skipped, DryRun, Failed, Conflict, Held, Refused, Cleaned}
 }
 
 // Reason says why an action was taken. Reasons are short and stable:
@@ -92,6 +95,24 @@ const (
 	// before its commit: no destruction without an audit record.
 	ReasonLedger Reason = "ledger"
 )
+
+// Reasons of version retention on a live table (docs/RETENTION.md): its
+// rows are cleaned or dry_run with ReasonOldVersions, skipped with
+// ReasonNothingToDo or ReasonUnsupported, or held, skipped (paused, locked)
+// and failed with the reasons a purge has.
+const (
+	ReasonOldVersions Reason = "old_versions"
+	ReasonNothingToDo Reason = "nothing_to_do"
+	// ReasonUnsupported: reaper does not fully understand the table's Lance
+	// format (an unknown feature flag, a manifest it cannot parse) and
+	// deletes nothing of it.
+	ReasonUnsupported Reason = "unsupported"
+)
+
+// RetentionReasons lists the reasons only version retention gives.
+func RetentionReasons() []Reason {
+	return []Reason{ReasonOldVersions, ReasonNothingToDo, ReasonUnsupported}
+}
 
 // ReasonUnfinished is found only in the audit ledger: a pass recorded its
 // intent to purge a table and no outcome, because it was killed (or lost

@@ -15,7 +15,7 @@ func TestDocumented(t *testing.T) {
 	for _, a := range Actions() {
 		words = append(words, string(a))
 	}
-	for _, r := range append(append(append(append(SkipReasons(), FailureReasons()...), RefusalReasons()...), LedgerReasons()...),
+	for _, r := range append(append(append(append(append(SkipReasons(), FailureReasons()...), RefusalReasons()...), LedgerReasons()...), RetentionReasons()...),
 		ReasonDue, ReasonOrphanMarker, ReasonConflict) {
 		words = append(words, string(r))
 	}
@@ -33,7 +33,7 @@ func TestDocumented(t *testing.T) {
 // A word means one thing: no reason is both a skip and a failure.
 func TestListsDisjoint(t *testing.T) {
 	seen := map[Reason]string{}
-	for name, l := range map[string][]Reason{"skip": SkipReasons(), "failure": FailureReasons(), "ledger-only": LedgerReasons()} {
+	for name, l := range map[string][]Reason{"skip": SkipReasons(), "failure": FailureReasons(), "ledger-only": LedgerReasons(), "retention": RetentionReasons()} {
 		for _, r := range l {
 			require.NotContains(t, seen, r, "%s is a %s reason and a %s reason", r, seen[r], name)
 			seen[r] = name

@@ -67,7 +67,7 @@ func expand(ctx context.Context, cfg config.Config, open OpenFunc, budget int) (
 			continue
 		}
 		if _, dup := byURI[loc.String()]; !dup {
-			byURI[loc.String()] = config.Root{URI: loc.String(), StorageOptions: r.StorageOptions}
+			byURI[loc.String()] = config.Root{URI: loc.String(), StorageOptions: r.StorageOptions, Retention: r.Retention}
 		}
 	}
 	for _, p := range cfg.Discover {
@@ -127,7 +127,7 @@ func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([
 			continue
 		}
 		if ok {
-			found = append(found, config.Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions, Listing: listed})
+			found = append(found, config.Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions, Retention: p.Retention, Listing: listed})
 		}
 	}
 	return found, errors.Join(errs...)

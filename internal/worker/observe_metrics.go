@@ -55,7 +55,18 @@ func (o MetricsObserver) Decision(r *Report, d Decision) {
 	}
 }
 
-func (o MetricsObserver) RootFinished(_ *Report, rr *RootReport) {
+func (o MetricsObserver) RootFinished(r *Report, rr *RootReport) {
+	for _, d := range rr.Retention {
+		result := string(d.Action)
+		if d.Action == outcome.Skipped {
+			result = string(d.Reason)
+		}
+		if r.DryRun {
+			o.M.Retained(result, 0, 0, 0)
+		} else {
+			o.M.Retained(result, d.Versions, d.Objects, d.Bytes)
+		}
+	}
 	if !rr.planNow.IsZero() {
 		o.setTables(rr.Root, rr.After())
 	}

@@ -30,6 +30,10 @@ type rootPlan struct {
 	notDue     briefList
 	notDueFull []lifecycle.TableStatus
 	leaseOnly  []string
+	// live are the live tables' names, kept only for version retention
+	// (keepLive): a root without it keeps their count alone.
+	live     []string
+	keepLive bool
 	// defaultTTL is the TTL of markers that carry none (briefs).
 	defaultTTL time.Duration
 }
@@ -37,7 +41,7 @@ type rootPlan struct {
 // planRoot plans one root. A plan that fails keeps nothing.
 func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root config.Root) (*rootPlan, error) {
 	def := ns.Options().DefaultTTL
-	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}}
+	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, keepLive: p.w.Config.RetentionFor(root).Enabled}
 	// The plan is judged by the store's clock; this host's clock takes no
 	// part in whether a table is due. A discovered root is planned from
 	// discovery's listing of this pass (nil for a configured root).
@@ -77,6 +81,10 @@ func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
 	case lifecycle.PlanHeld:
 		rp.held = append(rp.held, s)
 		rp.summary.Held++
+	case lifecycle.PlanLive:
+		if rp.keepLive {
+			rp.live = append(rp.live, s.Name)
+		}
 	case lifecycle.PlanUnpurgeable:
 		rp.unpurgeable = append(rp.unpurgeable, s)
 		if s.State != lifecycle.StateExists {

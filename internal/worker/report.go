@@ -45,6 +45,11 @@ type RootReport struct {
 	// Routine and Done those alone.
 	Decisions []Decision
 	Err       error
+	// Retention are the root's live tables cleaned (or planned, in a dry
+	// run) by version retention, by name (retain.go); RetentionNotVisited
+	// those a shutdown or the pass's deadline left for the next pass.
+	Retention           []Retained
+	RetentionNotVisited int
 
 	// briefs are the routine decisions (by name once the root is done),
 	// kinds what they say, defaultTTL the TTL of markers that carry none.
@@ -230,6 +235,11 @@ type Totals struct {
 	RootErrors                                                int
 	// RefusedRoots counts roots a rail refused (RootReport.Refused).
 	RefusedRoots int
+	// Version retention: tables cleaned (a dry run: that would be) and
+	// failed, and the versions, objects and bytes removed.
+	Cleaned, RetentionFailed         int
+	VersionsRemoved                  int
+	RetentionObjects, RetentionBytes int64
 }
 
 // Totals counts the decisions of every root.
@@ -257,6 +267,9 @@ func (r *Report) Totals() Totals {
 			t.Objects += d.Objects
 			t.Bytes += d.Bytes
 			t.count(d.Action)
+		}
+		for _, d := range rr.Retention {
+			t.countRetained(d)
 		}
 	}
 	return t
@@ -296,6 +309,19 @@ func (t *Totals) count(a outcome.Action) {
 	}
 }
 
+// countRetained adds one table's version retention.
+func (t *Totals) countRetained(d Retained) {
+	switch d.Action {
+	case outcome.Cleaned, outcome.DryRun:
+		t.Cleaned++
+		t.VersionsRemoved += d.Versions
+		t.RetentionObjects += d.Objects
+		t.RetentionBytes += d.Bytes
+	case outcome.Failed:
+		t.RetentionFailed++
+	}
+}
+
 // Result is the pass's verdict, reaper_passes_total's result label. A
 // failed audit ledger write makes an otherwise successful or refused pass
 // partial: what it destroyed may be missing from the audit trail.
@@ -306,7 +332,7 @@ func (r *Report) Result() outcome.Result {
 		return outcome.ResultFailed
 	case r.Interrupted:
 		return outcome.ResultInterrupted
-	case t.Failed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0 || r.LedgerFailures() > 0:
+	case t.Failed > 0 || t.RetentionFailed > 0 || t.RootErrors > 0 || len(r.RootErrors) > 0 || r.LedgerFailures() > 0:
 		return outcome.ResultPartial
 	case t.RefusedRoots > 0:
 		return outcome.ResultRefused

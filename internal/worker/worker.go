@@ -243,6 +243,7 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
+	p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root), plan.live, log)
 	if !p.rep.DryRun && ctx.Err() == nil && len(plan.leaseOnly) > 0 {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.

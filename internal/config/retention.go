@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lance-reaper/reaper/internal/retention"
+)
+
+// Retention is version retention of live tables (docs/RETENTION.md): every
+// pass also removes the old versions of the live tables of a root where it
+// is enabled, as Lance's cleanup_old_versions would. It removes time
+// travel, so it is off unless a user switches it on, for every root (the
+// top-level retention: section) or for one root or discover pattern (its
+// own retention: section, whose keys replace the top-level ones).
+type Retention struct {
+	// Enabled switches retention on.
+	Enabled bool `yaml:"enabled"`
+	// OlderThan removes versions written more than this long before the
+	// store's clock; at least safety.min_ttl unless allow_short_ttl.
+	OlderThan Duration `yaml:"older_than"`
+	// KeepVersions always keeps the newest N versions (at least 1).
+	KeepVersions int `yaml:"keep_versions"`
+	// DeleteUnverified deletes files no manifest references whatever their
+	// age: only safe when nothing writes to the table.
+	DeleteUnverified bool `yaml:"delete_unverified"`
+	// UnverifiedAfter is the age from which a file no manifest references
+	// is deleted without DeleteUnverified.
+	UnverifiedAfter Duration `yaml:"unverified_after"`
+}
+
+// RetentionOverride is a root's or a discover pattern's retention: each key
+// it sets replaces the top-level one, the others are inherited.
+type RetentionOverride struct {
+	Enabled          *bool     `yaml:"enabled"`
+	OlderThan        *Duration `yaml:"older_than"`
+	KeepVersions     *int      `yaml:"keep_versions"`
+	DeleteUnverified *bool     `yaml:"delete_unverified"`
+	UnverifiedAfter  *Duration `yaml:"unverified_after"`
+}
+
+// defaultRetention is off, with Lance's own defaults for the rest:
+// optimize() removes versions older than 7 days and keeps unreferenced
+// files younger than 7 days.
+func defaultRetention() Retention {
+	return Retention{
+		OlderThan:       Duration(7 * 24 * time.Hour),
+		KeepVersions:    retention.DefaultKeepVersions,
+		UnverifiedAfter: Duration(retention.DefaultUnverifiedAfter),
+	}
+}
+
+// RetentionFor is root's retention: the top-level section with the root's
+// own keys applied (a discovered root carries its pattern's).
+func (c Config) RetentionFor(root Root) Retention {
+	r, o := c.Retention, root.Retention
+	if o.Enabled != nil {
+		r.Enabled = *o.Enabled
+	}
+	if o.OlderThan != nil {
+		r.OlderThan = *o.OlderThan
+	}
+	if o.KeepVersions != nil {
+		r.KeepVersions = *o.KeepVersions
+	}
+	if o.DeleteUnverified != nil {
+		r.DeleteUnverified = *o.DeleteUnverified
+	}
+	if o.UnverifiedAfter != nil {
+		r.UnverifiedAfter = *o.UnverifiedAfter
+	}
+	return r
+}
+
+// Policy is the retention plan's policy.
+func (r Retention) Policy() retention.Policy {
+	return retention.Policy{OlderThan: r.OlderThan.D(), KeepVersions: r.KeepVersions,
+		DeleteUnverified: r.DeleteUnverified, UnverifiedAfter: r.UnverifiedAfter.D()}
+}
+
+// validateRetention checks the top-level section and every root's and
+// pattern's result, naming the key that is wrong.
+func (c Config) validateRetention(v *validator) {
+	c.checkRetention(v, "retention", c.Retention)
+	for i, r := range c.Roots {
+		c.checkRetention(v, fmt.Sprintf("roots[%d].retention", i), c.RetentionFor(r))
+	}
+	for i, r := range c.Discover {
+		c.checkRetention(v, fmt.Sprintf("discover[%d].retention", i), c.RetentionFor(r))
+	}
+}
+
+func (c Config) checkRetention(v *validator, key string, r Retention) {
+	if r.KeepVersions < 1 {
+		v.add(key+".keep_versions", r.KeepVersions, "must be at least 1", "keep at least the newest version: set 1 or more")
+	}
+	if r.UnverifiedAfter.D() <= 0 {
+		v.add(key+".unverified_after", r.UnverifiedAfter, "must be positive",
+			"set how old a file no version references must be before it is deleted, e.g. 7d (Lance's default)")
+	}
+	if !r.Enabled {
+		return
+	}
+	switch floor := c.Safety.MinTTL.D(); {
+	case r.OlderThan.D() <= 0:
+		v.add(key+".older_than", r.OlderThan, "must be positive", "set how old a version must be to be removed, e.g. 7d")
+	case r.OlderThan.D() < floor && !c.Safety.AllowShortTTL:
+		v.add(key+".older_than", r.OlderThan, fmt.Sprintf("is below safety.min_ttl %s: versions that recent may still be read", floor),
+			"raise it to safety.min_ttl or more, or set safety.allow_short_ttl: true")
+	}
+}

@@ -1,0 +1,187 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/outcome"
+)
+
+// retentionOn is baseConfig with version retention of versions older than
+// an hour: every version of the LanceDB fixture but those it must keep.
+func retentionOn() config.Config {
+	c := baseConfig()
+	c.Retention.Enabled = true
+	c.Retention.OlderThan = config.Duration(time.Hour)
+	return c
+}
+
+// retained maps "table" to "action/reason" of root i's version retention.
+func retained(rep *Report, root int) map[string]string {
+	out := map[string]string{}
+	for _, d := range rep.Roots[root].Retention {
+		out[d.Table] = string(d.Action) + "/" + string(d.Reason)
+	}
+	return out
+}
+
+// requireTableReads checks that every version the table lists reads and
+// every file each references is there: retention left a whole table.
+func requireTableReads(t *testing.T, s objstore.Store, name string) *lance.Table {
+	t.Helper()
+	tb, err := lance.ReadTable(context.Background(), s, lifecycle.TableDir(name))
+	require.NoError(t, err)
+	have := map[string]bool{}
+	require.NoError(t, s.Walk(context.Background(), lifecycle.TableDir(name), func(objs []objstore.Object) error {
+		for _, o := range objs {
+			have[o.Key] = true
+		}
+		return nil
+	}))
+	for _, v := range tb.Versions {
+		keys, _ := v.Refs()
+		for _, k := range keys {
+			require.True(t, have[lifecycle.TableDir(name)+k], "version %d references %s, deleted", v.Number, k)
+		}
+	}
+	return tb
+}
+
+// A pass over a root with retention enabled purges its due tables, then
+// removes the old versions of its live tables as Lance's cleanup would:
+// the table still reads at every version it lists, the result is a
+// decision of the outcome vocabulary in the report, the ledger and the
+// metrics, and the next pass has nothing to do.
+func TestPassRetainsLiveTables(t *testing.T) {
+	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
+		f := newFixture(t, backend, 1)
+		f.table(0, "old", 3, 1, 7*day)
+		before := lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
+		audit := backend.NewRoot(t).Open(t)
+		reg := prometheus.NewRegistry()
+		m := metrics.New(reg, metrics.Options{})
+
+		w := f.worker(retentionOn(), 8*day)
+		w.Ledger = testLedger(audit)
+		w.Observer = Observers{f.rec, MetricsObserver{M: m}}
+		rep, err := w.Pass(context.Background(), nil)
+		require.NoError(t, err)
+		require.Equal(t, "purged/due", byTable(rep, 0)["old"], "purges run as before")
+		require.Equal(t, map[string]string{"events": "cleaned/old_versions"}, retained(rep, 0))
+		d := rep.Roots[0].Retention[0]
+		require.Positive(t, d.Versions)
+		require.Positive(t, d.Objects)
+		require.Positive(t, d.Bytes)
+		require.Contains(t, d.Detail, "version retention: removed")
+		require.Equal(t, outcome.ResultSuccess, rep.Result())
+		tot := rep.Totals()
+		require.Equal(t, 1, tot.Cleaned)
+		require.Equal(t, d.Versions, tot.VersionsRemoved)
+		require.Equal(t, 1, tot.Purged, "retention is not counted as a purge")
+
+		tb := requireTableReads(t, f.store(0), "events")
+		require.Less(t, len(tb.Versions), 6)
+		after := f.keys(0, lifecycle.TableDir("events"))
+		require.Len(t, after, len(before)-int(d.Objects), "deleted what it reports")
+		require.Empty(t, f.keys(0, lifecycle.RetainKey("events")), "the record goes last")
+
+		rows := ledgerRowsOf(t, audit)
+		row := rows[rep.PassID+"/events"]
+		require.Equal(t, "cleaned", row.Action)
+		require.True(t, strings.HasPrefix(row.Reason, "old_versions: version retention: removed"), row.Reason)
+		require.Equal(t, d.Objects, row.Objects)
+		require.Equal(t, "purged", rows[rep.PassID+"/old"].Action)
+
+		require.Equal(t, 1.0, counterValue(t, reg, "reaper_retention_tables_total", "cleaned"))
+		require.Equal(t, float64(d.Versions), counterValue(t, reg, "reaper_retention_versions_removed_total", ""))
+		require.Equal(t, float64(d.Objects), counterValue(t, reg, "reaper_retention_objects_deleted_total", ""))
+
+		again, err := f.worker(retentionOn(), 8*day).Pass(context.Background(), nil)
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"events": "skipped/nothing_to_do"}, retained(again, 0))
+		require.Equal(t, after, f.keys(0, lifecycle.TableDir("events")))
+	})
+}
+
+// Retention is off unless switched on, deletes nothing in a dry run (it
+// reports what it would remove), stops at a hold, and a root's own
+// setting overrides the top-level one.
+func TestPassRetentionSwitches(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		name string
+		cfg  func() config.Config
+		hold bool
+		want map[string]string
+	}{
+		{"off by default", baseConfig, false, map[string]string{}},
+		{"dry run", func() config.Config { c := retentionOn(); c.DryRun = true; return c }, false,
+			map[string]string{"events": "dry_run/old_versions"}},
+		{"shadow rollout", func() config.Config { c := retentionOn(); c.Safety.RetentionEnabled = &off; return c }, false,
+			map[string]string{"events": "dry_run/old_versions"}},
+		{"held", retentionOn, true, map[string]string{"events": "held/held"}},
+		{"off for the root", func() config.Config {
+			c := retentionOn()
+			c.Roots = []config.Root{{URI: "x", Retention: config.RetentionOverride{Enabled: &off}}}
+			return c
+		}, false, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, objstoretest.Local, 1)
+			lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
+			if tc.hold {
+				_, err := f.store(0).Put(context.Background(), lifecycle.HoldKey("events"), []byte("audit"))
+				require.NoError(t, err)
+			}
+			before := f.keys(0, "")
+			cfg := tc.cfg()
+			w := f.worker(cfg, 0)
+			if len(cfg.Roots) == 1 {
+				// The root's own retention section, on the fixture's root.
+				roots := []config.Root{{URI: f.uris[0], Retention: cfg.Roots[0].Retention}}
+				w.Roots = func(context.Context) ([]config.Root, error) { return roots, nil }
+			}
+			rep, err := w.Pass(context.Background(), nil)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, retained(rep, 0))
+			require.Equal(t, before, f.keys(0, ""), "nothing deleted")
+			if tc.want["events"] == "dry_run/old_versions" {
+				d := rep.Roots[0].Retention[0]
+				require.Positive(t, d.Versions)
+				require.Positive(t, d.Objects, "what it would delete")
+			}
+		})
+	}
+}
+
+// counterValue is the value of the named counter (of its series whose
+// result label is result, when given).
+func counterValue(t *testing.T, reg *prometheus.Registry, name, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if result == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == result) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	require.Failf(t, "no such series", "%s{result=%q}", name, result)
+	return 0
+}
