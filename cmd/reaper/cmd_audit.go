@@ -57,7 +57,7 @@ func newAuditCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 		Long: `Read the audit ledger (one Parquet file per purge pass under passes/ at
 --location, and the journals under journal/) and print one row per table a
 pass looked at and finished within --since (default 24h), oldest first:
-the action (purged, skipped, dry_run, failed, conflict, held, refused),
+the action (purged, skipped, dry_run, failed, conflict, held, refused, cleaned),
 objects and bytes deleted, and the reason or error. It changes nothing.
 
 Rows a later pass folded from the journal of a pass killed before it wrote

@@ -261,6 +261,13 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 		for d := range rr.Done() {
 			out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes, after: d.Status.PurgeAfter})
 		}
+		for _, d := range rr.Retention {
+			out.Retained = append(out.Retained, retainedJSON{Root: root, Name: d.Table, Result: d.Action, Code: d.Reason,
+				Versions: d.Versions, Objects: d.Objects, Bytes: d.Bytes, Detail: d.Detail})
+			if d.Action == outcome.Failed {
+				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: d.Detail})
+			}
+		}
 		ps := out.Purged[first:]
 		slices.SortStableFunc(ps, func(a, b purgedJSON) int {
 			return cmp.Or(a.after.Compare(b.after), strings.Compare(a.Name, b.Name))

@@ -3,49 +3,26 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
-	"os"
+	"fmt"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 )
-
-// copyLanceTable copies the table LanceDB 0.39 wrote (internal/lance/
-// testdata), without its branch, to <root>/<name>.lance.
-func copyLanceTable(t *testing.T, root, name string) {
-	t.Helper()
-	src := "../../internal/lance/testdata/lancedb-0.39/t.lance"
-	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if strings.HasPrefix(rel, "tree") || strings.HasPrefix(rel, filepath.Join("_refs", "branches")) {
-			return nil
-		}
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(root, name+".lance", rel)
-		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
-		return os.WriteFile(dst, body, 0o644)
-	}))
-}
 
 // `reaper retain` without --dry-run deletes what --dry-run listed, and a
 // second run has nothing to do.
 func TestRetainCommandDeletesWhatTheDryRunListed(t *testing.T) {
 	root := t.TempDir()
-	copyLanceTable(t, root, "events")
 	st, err := local.Open(root)
 	require.NoError(t, err)
+	lancetest.LanceDB(t, st, "events.lance/")
 	tb, err := lance.ReadTable(context.Background(), st, "events.lance/")
 	require.NoError(t, err)
 	before := tb.Versions[4].Timestamp.Add(-time.Millisecond).UTC().Format(time.RFC3339Nano)
@@ -88,4 +65,46 @@ func TestRetainCommandDeletesWhatTheDryRunListed(t *testing.T) {
 	code, out, _ = run(t, args...)
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, `"result": "nothing_to_do"`)
+}
+
+// `reaper purge` with retention enabled (here by REAPER_RETENTION_*, as a
+// CronJob would set it) also cleans the root's live tables: the JSON lists
+// them under "retained", the table report in a section of its own and in
+// its summary, and the table still reads.
+func TestPurgeCleansLiveTablesWithRetention(t *testing.T) {
+	root := t.TempDir()
+	st, err := local.Open(root)
+	require.NoError(t, err)
+	lancetest.LanceDB(t, st, "events.lance/")
+	t.Setenv("REAPER_RETENTION_ENABLED", "true")
+	t.Setenv("REAPER_RETENTION_OLDER_THAN", "1h")
+
+	code, out, stderr := run(t, "purge", "--root", root, "--dry-run", "-o", "json", "--log-level", "error")
+	require.Equal(t, exitOK, code, stderr)
+	var rep struct {
+		Retained []retainedJSON `json:"retained"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Retained, 1)
+	planned := rep.Retained[0]
+	require.Equal(t, "dry_run", string(planned.Result))
+	require.Equal(t, "old_versions", string(planned.Code))
+	require.Positive(t, planned.Versions)
+
+	code, out, stderr = run(t, "purge", "--root", root, "--log-level", "error")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "VERSION RETENTION: 1 tables")
+	require.Regexp(t, `events +old_versions +`+strconv.Itoa(planned.Versions)+` +`+strconv.FormatInt(planned.Objects, 10), out)
+	require.Contains(t, out, fmt.Sprintf("version retention: removed %d versions, %d objects", planned.Versions, planned.Objects))
+	_, err = lance.ReadTable(context.Background(), st, "events.lance/")
+	require.NoError(t, err, "the table still reads")
+
+	code, out, stderr = run(t, "purge", "--root", root, "-o", "json", "--log-level", "error")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, `"code": "nothing_to_do"`)
+
+	t.Setenv("REAPER_RETENTION_ENABLED", "false")
+	code, out, _ = run(t, "purge", "--root", root, "-o", "json", "--log-level", "error")
+	require.Equal(t, exitOK, code)
+	require.NotContains(t, out, `"retained"`, "off: the purge JSON is as it was")
 }

@@ -73,6 +73,7 @@ func runDaemon(ctx context.Context, o runOptions, stdout io.Writer) error {
 	defer rt.close()
 	cfg, log := rt.cfg, rt.log
 	log.Info("reaper starting", "version", version, "config", configAttr(cfg))
+	log.Info("version retention of live tables", "retention", cfg.RetentionSummary())
 
 	drain := daemon.StartDrain(ctx, drainDone(ctx), daemon.DrainOptions{Grace: cfg.ShutdownGrace.D(), Logger: log})
 	defer drain.Stop()

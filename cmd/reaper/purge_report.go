@@ -29,6 +29,10 @@ type purgeReport struct {
 	// LedgerErrors are the audit ledger's failed writes: each fails the
 	// pass (exit 1). Absent when there are none.
 	LedgerErrors []string `json:"ledger_errors,omitempty"`
+	// Retained are the live tables version retention visited (roots with
+	// retention: enabled), by root and name; absent when it visited none.
+	// A failed one is in Failed too.
+	Retained []retainedJSON `json:"retained,omitempty"`
 	// misconfigured holds the root failures an operator fixes in the
 	// configuration (exit 2), each "<root>: <problem>; <fix>".
 	misconfigured []error
@@ -63,6 +67,20 @@ type skippedJSON struct {
 	Action outcome.Action `json:"action"`
 	Code   outcome.Reason `json:"code"`
 	Reason string         `json:"reason"`
+}
+
+// retainedJSON is one live table's version retention: Result is its
+// action (cleaned, dry_run, skipped, held, conflict, failed), Code the
+// outcome reason (old_versions, nothing_to_do, unsupported, ...).
+type retainedJSON struct {
+	Root     string         `json:"root,omitempty"`
+	Name     string         `json:"name"`
+	Result   outcome.Action `json:"result"`
+	Code     outcome.Reason `json:"code"`
+	Versions int            `json:"versions_removed"`
+	Objects  int64          `json:"objects"`
+	Bytes    int64          `json:"bytes"`
+	Detail   string         `json:"detail"`
 }
 
 // failedJSON is a failed table (or root, without a name): Code is its
@@ -158,6 +176,17 @@ func (r *purgeReport) summary() string {
 	if len(roots) > 0 {
 		s += fmt.Sprintf("; %d root(s) could not be read", len(roots))
 	}
+	if len(r.Retained) > 0 {
+		var versions, tables int
+		var objects, bytes int64
+		for _, t := range r.Retained {
+			if t.Result == outcome.Cleaned || t.Result == outcome.DryRun {
+				versions, objects, bytes, tables = versions+t.Versions, objects+t.Objects, bytes+t.Bytes, tables+1
+			}
+		}
+		s += fmt.Sprintf("; version retention: removed %d versions, %d objects, %s from %d of %d live tables",
+			versions, objects, humanBytes(bytes), tables, len(r.Retained))
+	}
 	if r.DryRun {
 		s = "dry run, nothing was deleted: would have " + s
 	}
@@ -181,6 +210,12 @@ func writePurgeJSON(w io.Writer, r *purgeReport) error {
 	}
 	if r.DryRun {
 		bw.WriteString(",\n  \"dry_run\": true")
+	}
+	if len(r.Retained) > 0 {
+		bw.WriteString(",\n  \"retained\": ")
+		if err := writeJSONArray(bw, "  ", slices.Values(r.Retained)); err != nil {
+			return err
+		}
 	}
 	if len(r.LedgerErrors) > 0 {
 		bw.WriteString(",\n  \"ledger_errors\": ")
@@ -227,6 +262,7 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 			}
 		})
 	}
+	writeRetained(bw, r)
 	if roots := r.failedRoots(); len(roots) > 0 {
 		writeSection(bw, fmt.Sprintf("ROOTS FAILED: %d (not read; nothing in them was purged)", len(roots)), []string{"  ROOT", "ERROR"}, func(yield func([]string) bool) {
 			for _, f := range roots {
@@ -245,6 +281,28 @@ func renderPurgeTable(w io.Writer, r *purgeReport) error {
 	}
 	bw.WriteString(r.summary() + "\n")
 	return bw.Flush()
+}
+
+// writeRetained lists the live tables whose version retention did
+// something or was kept from it; those with nothing to do (most, on most
+// passes) are counted in the summary only.
+func writeRetained(bw *bufio.Writer, r *purgeReport) {
+	var rows [][]string
+	for _, t := range r.Retained {
+		if t.Code == outcome.ReasonNothingToDo || t.Result == outcome.Failed {
+			continue // failures are listed under FAILED
+		}
+		rows = append(rows, []string{"  " + displayName(t.Name), string(t.Code), strconv.Itoa(t.Versions),
+			strconv.FormatInt(t.Objects, 10), humanBytes(t.Bytes)})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	title := "VERSION RETENTION: %d tables"
+	if r.DryRun {
+		title = "VERSION RETENTION (dry run, would remove): %d tables"
+	}
+	writeSection(bw, fmt.Sprintf(title, len(rows)), []string{"  NAME", "RESULT", "VERSIONS", "OBJECTS", "BYTES"}, slices.Values(rows))
 }
 
 // writeSection writes a titled section: its header and rows aligned as one

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/retention"
@@ -108,4 +109,32 @@ func (c Config) checkRetention(v *validator, key string, r Retention) {
 		v.add(key+".older_than", r.OlderThan, fmt.Sprintf("is below safety.min_ttl %s: versions that recent may still be read", floor),
 			"raise it to safety.min_ttl or more, or set safety.allow_short_ttl: true")
 	}
+}
+
+// RetentionSummary says in one line where version retention is on: "off",
+// or the roots and patterns it cleans with their settings. A daemon logs it
+// at start, so an operator sees at once what may lose its time travel.
+func (c Config) RetentionSummary() string {
+	var on []string
+	describe := func(r Retention) string {
+		s := fmt.Sprintf("older_than %s, keep_versions %d", r.OlderThan, r.KeepVersions)
+		if r.DeleteUnverified {
+			s += ", delete_unverified"
+		}
+		return s
+	}
+	for _, l := range [][]Root{c.Roots, c.Discover} {
+		for _, r := range l {
+			if rr := c.RetentionFor(r); rr.Enabled {
+				on = append(on, fmt.Sprintf("%s (%s)", r.URI, describe(rr)))
+			}
+		}
+	}
+	switch {
+	case len(on) > 0:
+		return "on for " + strings.Join(on, "; ")
+	case c.Retention.Enabled:
+		return "on for every root (" + describe(c.Retention) + ")"
+	}
+	return "off"
 }

@@ -101,3 +101,16 @@ func TestValidateRetention(t *testing.T) {
 	c.Retention.OlderThan = 0
 	require.NoError(t, c.Validate(), "older_than of a disabled retention is not read")
 }
+
+// The daemon's start line names every root retention cleans, or says off.
+func TestRetentionSummary(t *testing.T) {
+	on := true
+	c := valid()
+	require.Equal(t, "off", c.RetentionSummary())
+	c.Roots = append(c.Roots, Root{URI: "s3://b/db", Retention: RetentionOverride{Enabled: &on}})
+	require.Equal(t, "on for s3://b/db (older_than 7d, keep_versions 1)", c.RetentionSummary())
+	c.Retention.Enabled = true
+	require.Equal(t, "on for /var/lib/lancedb (older_than 7d, keep_versions 1); s3://b/db (older_than 7d, keep_versions 1)", c.RetentionSummary())
+	c.Roots = nil
+	require.Equal(t, "on for every root (older_than 7d, keep_versions 1)", c.RetentionSummary())
+}

@@ -31,7 +31,7 @@
 //	pass_id         utf8                   not null  id of the pass that wrote the row
 //	root            utf8                   not null  database root URI, without secrets
 //	table           utf8                   not null  table name, without ".lance"
-//	action          utf8                   not null  purged, skipped, dry_run, failed, conflict, held, refused
+//	action          utf8                   not null  purged, skipped, dry_run, failed, conflict, held, refused, cleaned
 //	reason          utf8                   null      why the action was taken; null when there is nothing to explain
 //	deleted_at      timestamp[ms, tz=UTC]  null      the marker's deleted_at; null without a readable marker
 //	ttl_ms          int64                  null      the TTL applied, in milliseconds; null when unknown
