@@ -76,7 +76,7 @@ func badCases() []badCase {
 		{name: "file URI with a host", args: func(*backend, string) []string { return []string{"purge", "--root", "file://host/db"} }, code: 2, out: "file URIs take no host"},
 		{name: "root does not exist", args: func(*backend, string) []string {
 			return []string{"purge", "-o", "json", "--root", "/nonexistent/reaper-chaos"}
-		}, code: 2, out: "reaper: purge: file:///nonexistent/reaper-chaos: directory does not exist"},
+		}, code: 2, out: "reaper: purge: /nonexistent/reaper-chaos: directory does not exist; create it (mkdir -p /nonexistent/reaper-chaos)"},
 		{name: "storage option on a local root", args: purgeRoot("--storage-option", "aws_region=eu-west-1"), code: 2, out: "storage options apply to az://, gs:// and s3:// locations only"},
 		{name: "unknown storage option", s3: true, args: purgeRoot("--storage-option", "aws_endpont=http://x"), code: 2, out: `unknown storage option "aws_endpont"`},
 		{name: "plain http endpoint without allow_http", s3: true, args: func(b *backend, _ string) []string {
