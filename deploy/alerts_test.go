@@ -312,6 +312,9 @@ func TestAlertsFire(t *testing.T) {
 				return float64((at - (window - time.Hour)) / passes), true
 			}),
 		})},
+		{"ReaperRetentionFailures", `job="reaper"`, healthy().with(scenario{
+			`reaper_retention_tables_total{` + l + `, result="failed"}`: perPass(1),
+		})},
 		{"ReaperPurgeConflicts", `job="reaper"`, healthy().with(scenario{
 			`reaper_purge_conflicts_total{` + l + `}`: perPass(1),
 		})},

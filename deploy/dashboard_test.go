@@ -164,5 +164,5 @@ func TestDashboardLayout(t *testing.T) {
 			require.NotEmpty(t, strings.TrimSpace(tg.Expr))
 		}
 	}
-	require.True(t, slices.Equal([]string{"Passes", "Backlog and lag", "Reclaimed", "Failures", "Object store"}, rows), "rows: %v", rows)
+	require.True(t, slices.Equal([]string{"Passes", "Backlog and lag", "Reclaimed", "Failures", "Object store", "Version retention"}, rows), "rows: %v", rows)
 }
