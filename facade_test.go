@@ -14,6 +14,7 @@ import (
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/ledger"
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -315,4 +316,33 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// PurgeRoots with retention switched on in its settings also cleans the
+// live tables of its roots, and reports them per root and in its totals.
+func TestPurgeRootsRetainsLiveTables(t *testing.T) {
+	forEachRoot(t, func(t *testing.T, mk func(t *testing.T) facadeRoot) {
+		ctx := context.Background()
+		r := mk(t)
+		st := r.Open(t)
+		before := lancetest.LanceDB(t, st, "events.lance/")
+		rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{
+			Roots:    []reaper.Root{{URI: r.URI, StorageOptions: r.Options}},
+			Settings: map[string]string{"retention.enabled": "true", "retention.older_than": "1h"},
+		})
+		require.NoError(t, err)
+		require.Equal(t, reaper.PassResult("success"), rep.Result())
+		require.Len(t, rep.Roots[0].Retention, 1)
+		d := rep.Roots[0].Retention[0]
+		require.Equal(t, "events", d.Table)
+		require.Equal(t, reaper.ActionCleaned, d.Action)
+		require.Positive(t, d.VersionsRemoved)
+		tot := rep.Totals()
+		require.Equal(t, 1, tot.Cleaned)
+		require.Equal(t, d.Objects, tot.RetentionObjects)
+		require.Zero(t, tot.Objects, "nothing was purged")
+		var left int
+		require.NoError(t, st.Walk(ctx, "events.lance/", func(objs []objstore.Object) error { left += len(objs); return nil }))
+		require.Equal(t, len(before)-int(d.Objects), left)
+	})
 }

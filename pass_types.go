@@ -29,6 +29,9 @@ const (
 	ActionHeld Action = "held"
 	// ActionRefused: a safety rail refused the whole root.
 	ActionRefused Action = "refused"
+	// ActionCleaned: version retention removed old versions of a live
+	// table (RootReport.Retention).
+	ActionCleaned Action = "cleaned"
 )
 
 // Reason says why a table got its action (Decision.Reason): not_due,
@@ -77,7 +80,8 @@ func (r *PassReport) Totals() Totals {
 	t := r.rep.Totals()
 	return Totals{Purged: t.Purged, Skipped: t.Skipped, Failed: t.Failed, Conflicts: t.Conflicts, Held: t.Held,
 		Refused: t.Refused, DryRun: t.DryRun, Objects: t.Objects, Bytes: t.Bytes, RootErrors: t.RootErrors,
-		RefusedRoots: t.RefusedRoots}
+		RefusedRoots: t.RefusedRoots, Cleaned: t.Cleaned, RetentionFailed: t.RetentionFailed,
+		VersionsRemoved: t.VersionsRemoved, RetentionObjects: t.RetentionObjects, RetentionBytes: t.RetentionBytes}
 }
 
 // LedgerFailures counts the audit ledger writes that failed.
@@ -92,6 +96,12 @@ type Totals struct {
 	RootErrors int
 	// RefusedRoots counts roots a safety rail refused.
 	RefusedRoots int
+	// Version retention (retention.enabled): live tables cleaned (a dry
+	// run: that would be) and failed, and the versions, objects and bytes
+	// removed. Not counted in the purge's fields above.
+	Cleaned, RetentionFailed         int
+	VersionsRemoved                  int
+	RetentionObjects, RetentionBytes int64
 }
 
 // RootReport is one root's part of a pass (PassReport.Roots).
@@ -111,8 +121,23 @@ type RootReport struct {
 	Decisions []Decision
 	// Err: the root could not be opened or planned.
 	Err error
+	// Retention are the root's live tables version retention visited
+	// (retention.enabled), by name, after its purges.
+	Retention []Retained
 
 	rr *worker.RootReport
+}
+
+// Retained is one live table's version retention in a pass: Action is
+// cleaned (dry_run), skipped (Reason nothing_to_do, unsupported, paused,
+// locked), held, conflict or failed; Objects and Bytes what it deleted.
+type Retained struct {
+	Decision
+	// VersionsRemoved are the versions whose manifests went (a dry run:
+	// would go).
+	VersionsRemoved int
+	// Resumed: the run finished the record of an interrupted run.
+	Resumed bool
 }
 
 // All yields every decision of the root: Decisions, then the routine ones
@@ -201,6 +226,9 @@ func passReportOf(r *worker.Report) *PassReport {
 			Refused: Reason(rr.Refused), Err: exported(rr.Err), rr: rr}
 		for _, d := range rr.Decisions {
 			pr.Decisions = append(pr.Decisions, decisionOf(d))
+		}
+		for _, d := range rr.Retention {
+			pr.Retention = append(pr.Retention, Retained{Decision: decisionOf(d.Decision), VersionsRemoved: d.Versions, Resumed: d.Resumed})
 		}
 		out.Roots = append(out.Roots, pr)
 	}
