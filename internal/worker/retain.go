@@ -35,12 +35,23 @@ type Retained struct {
 	Resumed bool
 }
 
-// retainRoot cleans the root's live tables.
-func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, r config.Retention, live []string, log *slog.Logger) {
+// retainRoot cleans the root's live tables. paused is readPause's answer:
+// a paused root (by its PAUSE switch, or by the configuration, which
+// lifecycle's guard cannot see) is cleaned no more than it is purged.
+func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, r config.Retention, live []string, paused string, log *slog.Logger) {
 	if !r.Enabled || len(live) == 0 {
 		return
 	}
 	slices.Sort(live)
+	if paused != "" {
+		log.Warn("root paused: no version retention", "why", paused, "tables", len(live))
+		for _, name := range live {
+			now := p.now()
+			p.retained(rr, Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists},
+				Action: outcome.Skipped, Reason: outcome.ReasonPaused, Detail: "version retention: " + paused, Started: now, Finished: now}}, log)
+		}
+		return
+	}
 	log = log.With("retention_older_than", r.OlderThan.String())
 	for i, name := range live {
 		if p.draining() || ctx.Err() != nil {
@@ -49,14 +60,18 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 				"tables", rr.RetentionNotVisited, "reason", stopReason(ctx, outcome.ReasonShutdown))
 			return
 		}
-		d := p.retainOne(ctx, ns, rr.Root, name, r, log.With("table", name))
-		d.Root = rr.Root
-		p.rep.mu.Lock()
-		rr.Retention = append(rr.Retention, d)
-		p.rep.mu.Unlock()
-		p.ledger.decision(d.Decision)
-		logRetained(log, d)
+		p.retained(rr, p.retainOne(ctx, ns, rr.Root, name, r, log.With("table", name)), log)
 	}
+}
+
+// retained records one table's retention: the report, the ledger, the log.
+func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
+	d.Root = rr.Root
+	p.rep.mu.Lock()
+	rr.Retention = append(rr.Retention, d)
+	p.rep.mu.Unlock()
+	p.ledger.decision(d.Decision)
+	logRetained(log, d)
 }
 
 // retainOne cleans (or, in a dry run, plans) one live table.

@@ -116,33 +116,36 @@ func TestPassRetainsLiveTables(t *testing.T) {
 }
 
 // Retention is off unless switched on, deletes nothing in a dry run (it
-// reports what it would remove), stops at a hold, and a root's own
-// setting overrides the top-level one.
+// reports what it would remove), stops at a hold and at every form of
+// pause, and a root's own setting overrides the top-level one.
 func TestPassRetentionSwitches(t *testing.T) {
 	off := false
 	for _, tc := range []struct {
 		name string
 		cfg  func() config.Config
-		hold bool
+		put  string // a switch written before the pass
 		want map[string]string
 	}{
-		{"off by default", baseConfig, false, map[string]string{}},
-		{"dry run", func() config.Config { c := retentionOn(); c.DryRun = true; return c }, false,
+		{"off by default", baseConfig, "", map[string]string{}},
+		{"dry run", func() config.Config { c := retentionOn(); c.DryRun = true; return c }, "",
 			map[string]string{"events": "dry_run/old_versions"}},
-		{"shadow rollout", func() config.Config { c := retentionOn(); c.Safety.RetentionEnabled = &off; return c }, false,
+		{"shadow rollout", func() config.Config { c := retentionOn(); c.Safety.RetentionEnabled = &off; return c }, "",
 			map[string]string{"events": "dry_run/old_versions"}},
-		{"held", retentionOn, true, map[string]string{"events": "held/held"}},
+		{"held", retentionOn, lifecycle.HoldKey("events"), map[string]string{"events": "held/held"}},
+		{"paused by the root's switch", retentionOn, PauseKey, map[string]string{"events": "skipped/paused"}},
+		{"paused by the configuration", func() config.Config { c := retentionOn(); c.Paused = true; return c }, "",
+			map[string]string{"events": "skipped/paused"}},
 		{"off for the root", func() config.Config {
 			c := retentionOn()
 			c.Roots = []config.Root{{URI: "x", Retention: config.RetentionOverride{Enabled: &off}}}
 			return c
-		}, false, map[string]string{}},
+		}, "", map[string]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, objstoretest.Local, 1)
 			lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
-			if tc.hold {
-				_, err := f.store(0).Put(context.Background(), lifecycle.HoldKey("events"), []byte("audit"))
+			if tc.put != "" {
+				_, err := f.store(0).Put(context.Background(), tc.put, []byte("audit"))
 				require.NoError(t, err)
 			}
 			before := f.keys(0, "")

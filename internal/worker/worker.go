@@ -240,10 +240,15 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 	if rr.Refused != "" {
 		// Every due table is decided: a mass drop's statuses go now.
 		rr.due, plan.due = nil, nil
+		if rr.Refused == outcome.ReasonPaused {
+			// Its live tables are reported paused; a root the blast radius
+			// refused is not cleaned either, until an operator looks.
+			p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root), plan.live, paused, log)
+		}
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
-	p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root), plan.live, log)
+	p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root), plan.live, paused, log)
 	if !p.rep.DryRun && ctx.Err() == nil && len(plan.leaseOnly) > 0 {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.
