@@ -80,6 +80,8 @@ var testSupport = map[string]bool{
 	"internal/objstore/objstoretest/memstore": true,
 	"internal/clocktest":                      true,
 	"internal/lancetest":                      true,
+	// Node scripts of the interop suite as JSON-lines servers.
+	"internal/nodetest": true,
 }
 
 // testSupportLayer is where test-support packages sit: above every internal

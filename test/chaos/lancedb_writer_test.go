@@ -1,18 +1,13 @@
 package chaos
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/nodetest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -26,14 +21,7 @@ import (
 // stats, not those node reads) runs the suite again when it changes.
 func interopScript(t testing.TB, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "interop", "js", name))
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		t.Fatalf("interop script %s: %v", name, err)
-	}
-	return p
+	return nodetest.Script(t, filepath.Join("..", "interop", "js"), name)
 }
 
 // requireLanceDB returns node's path, or skips the test when node or the
@@ -62,98 +50,20 @@ func requireLanceDB(t testing.TB) string {
 // lanceWriter is one retention_writer.mjs process: requests and answers are
 // JSON lines, so the suite pays Node's start-up once.
 type lanceWriter struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *lockedBuffer
-	uri    string
-	mu     sync.Mutex // one request at a time
-}
-
-// lockedBuffer is a bytes.Buffer safe for the process's stderr copier and
-// the test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	p   *nodetest.Process
+	uri string
 }
 
 func startLanceWriter(t testing.TB, uri string) *lanceWriter {
 	t.Helper()
-	node := requireLanceDB(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, node, interopScript(t, "retention_writer.mjs"))
-	w := &lanceWriter{cmd: cmd, stderr: &lockedBuffer{}, uri: uri}
-	cmd.Stderr = w.stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start retention_writer.mjs: %v", err)
-	}
-	w.in, w.out = in, bufio.NewReaderSize(out, 1<<20)
-	t.Cleanup(func() {
-		_ = in.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cancel()
-			<-done
-		}
-		cancel()
-	})
-	return w
+	return &lanceWriter{p: nodetest.Start(t, requireLanceDB(t), interopScript(t, "retention_writer.mjs")), uri: uri}
 }
 
 // call sends one request for the tables of uri and decodes its answer into
 // out. It returns an error rather than failing, so that it can run on a
 // goroutine beside the reaper processes.
 func (w *lanceWriter) call(uri, cmd string, tables any, out any) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	req, err := json.Marshal(map[string]any{"cmd": cmd, "uri": uri, "tables": tables})
-	if err != nil {
-		return err
-	}
-	if _, err := w.in.Write(append(req, '\n')); err != nil {
-		return &writerError{cmd: cmd, err: err, stderr: w.stderr.String()}
-	}
-	line, err := w.out.ReadBytes('\n')
-	if err != nil {
-		return &writerError{cmd: cmd, err: err, stderr: w.stderr.String()}
-	}
-	if err := json.Unmarshal(line, out); err != nil {
-		return &writerError{cmd: cmd, err: err, stderr: string(line)}
-	}
-	return nil
-}
-
-type writerError struct {
-	cmd    string
-	err    error
-	stderr string
-}
-
-func (e *writerError) Error() string {
-	return "retention_writer.mjs " + e.cmd + ": " + e.err.Error() + "\nstderr:\n" + e.stderr
+	return w.p.Call(cmd, map[string]any{"cmd": cmd, "uri": uri, "tables": tables}, out)
 }
 
 // versionRecord is what the writer read from a version it made, right

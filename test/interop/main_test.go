@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/nodetest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -109,19 +110,12 @@ func nodeProblem() string {
 	return nodeMissing
 }
 
-// jsScript returns js/<name> as an absolute path. It stats the script so
-// that Go's test cache (which tracks the files a test opens or stats, not
-// those node reads) re-runs these tests when a script changes.
+// jsScript returns js/<name> as an absolute path (nodetest.Script: the
+// test cache runs these tests again when a script or a module it imports
+// changes).
 func jsScript(t *testing.T, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("js", name))
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		t.Fatalf("interop script %s: %v", name, err)
-	}
-	return p
+	return nodetest.Script(t, "js", name)
 }
 
 func installedVersion(pkg string) (string, error) {

@@ -1,97 +1,31 @@
 package interop
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"io"
-	"os/exec"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lance-reaper/reaper/internal/nodetest"
 )
 
 // retentionDriver is one js/retention.mjs server: requests and answers are
 // JSON lines, so that the oracle pays Node's start-up once.
 type retentionDriver struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *syncBuffer
-	uri    string
-	opts   map[string]string
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's stderr copier and the
-// test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	p    *nodetest.Process
+	uri  string
+	opts map[string]string
 }
 
 func startRetentionDriver(t *testing.T, node string, b backend) *retentionDriver {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, node, jsScript(t, "retention.mjs"))
-	d := &retentionDriver{cmd: cmd, stderr: &syncBuffer{}, uri: b.uri(), opts: b.lanceOptions()}
-	cmd.Stderr = d.stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start retention.mjs: %v", err)
-	}
-	d.in, d.out = in, bufio.NewReaderSize(out, 1<<20)
-	t.Cleanup(func() {
-		_ = in.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cancel()
-			<-done
-		}
-		cancel()
-	})
-	return d
+	return &retentionDriver{p: nodetest.Start(t, node, jsScript(t, "retention.mjs")), uri: b.uri(), opts: b.lanceOptions()}
 }
 
 // call sends one request and decodes its answer into out.
 func (d *retentionDriver) call(t *testing.T, cmd string, tables any, out any) {
 	t.Helper()
-	req, err := json.Marshal(map[string]any{"cmd": cmd, "uri": d.uri, "storageOptions": d.opts, "tables": tables})
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	if _, err := d.in.Write(append(req, '\n')); err != nil {
-		t.Fatalf("retention.mjs %s: write: %v\nstderr:\n%s", cmd, err, d.stderr.String())
-	}
-	line, err := d.out.ReadBytes('\n')
-	if err != nil {
-		t.Fatalf("retention.mjs %s: %v\nstderr:\n%s", cmd, err, d.stderr.String())
-	}
-	if err := json.Unmarshal(line, out); err != nil {
-		t.Fatalf("retention.mjs %s answer: %v\n%s", cmd, err, line)
+	if err := d.p.Call(cmd, map[string]any{"cmd": cmd, "uri": d.uri, "storageOptions": d.opts, "tables": tables}, out); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("retention.mjs %s: %v", cmd, time.Since(start).Round(time.Millisecond))
 }

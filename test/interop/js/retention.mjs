@@ -43,13 +43,12 @@
 //                                 concurrent write leaves it (local roots only):
 //                                 what is data, txn, deletion, index or tmp
 import * as lancedb from "@lancedb/lancedb";
-import * as arrow from "apache-arrow";
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import * as readline from "node:readline";
+import { indexConfig, rows, schemaFor } from "./tables.mjs";
 
-const DIM = 8;
 // GAP_MS: versions are written at least this far apart, so that a cutoff
 // placed mid-gap is never within the client's timing noise (it turns a
 // cutoff Date into an age, now minus the date, before Lance compares).
@@ -79,41 +78,8 @@ async function heavy(fn) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function schemaFor(kind) {
-  const fields = [
-    new arrow.Field("id", new arrow.Int64(), false),
-    new arrow.Field("category", new arrow.Utf8(), false),
-  ];
-  if (kind === "vectors") {
-    fields.push(
-      new arrow.Field("vector", new arrow.FixedSizeList(DIM, new arrow.Field("item", new arrow.Float32(), true)), false),
-    );
-  }
-  return new arrow.Schema(fields);
-}
 
-function rows(kind, from, to) {
-  const out = [];
-  for (let i = from; i < to; i++) {
-    const r = { id: BigInt(i), category: `c${i % 5}` };
-    if (kind === "vectors") r.vector = Array.from({ length: DIM }, (_, d) => Math.sin(i * (d + 1)));
-    out.push(r);
-  }
-  return out;
-}
 
-function indexConfig(type) {
-  switch (type) {
-    case "btree":
-      return lancedb.Index.btree();
-    case "bitmap":
-      return lancedb.Index.bitmap();
-    case "ivf_flat":
-      return lancedb.Index.ivfFlat({ numPartitions: 2 });
-    default:
-      throw new Error(`unknown index type ${type}`);
-  }
-}
 
 // data builds an Arrow table of rows in the table's current schema: the
 // columns added by add_column are computed by Lance on existing rows only,

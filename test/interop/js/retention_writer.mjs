@@ -49,44 +49,12 @@
 //                             older one races any cleanup by design.
 import { createHash } from "node:crypto";
 import * as lancedb from "@lancedb/lancedb";
-import * as arrow from "apache-arrow";
 import * as readline from "node:readline";
+import { indexConfig, rows, schemaFor } from "./tables.mjs";
 
-const DIM = 8;
 
-function schemaFor(kind) {
-  const fields = [
-    new arrow.Field("id", new arrow.Int64(), false),
-    new arrow.Field("category", new arrow.Utf8(), false),
-  ];
-  if (kind === "vectors") {
-    fields.push(
-      new arrow.Field("vector", new arrow.FixedSizeList(DIM, new arrow.Field("item", new arrow.Float32(), true)), false),
-    );
-  }
-  return new arrow.Schema(fields);
-}
 
-function rows(kind, from, to) {
-  const out = [];
-  for (let i = from; i < to; i++) {
-    const r = { id: BigInt(i), category: `c${i % 5}` };
-    if (kind === "vectors") r.vector = Array.from({ length: DIM }, (_, d) => Math.sin(i * (d + 1)));
-    out.push(r);
-  }
-  return out;
-}
 
-function indexConfig(type) {
-  switch (type) {
-    case "btree":
-      return lancedb.Index.btree();
-    case "bitmap":
-      return lancedb.Index.bitmap();
-    default:
-      throw new Error(`unknown index type ${type}`);
-  }
-}
 
 // digest identifies the rows a version reads: every (id, category) pair,
 // sorted.
