@@ -64,6 +64,16 @@ const (
 	SchemeV2 Scheme = 2
 )
 
+// stagedUpload reports whether name is a file the object_store crate is
+// writing on a local file system: it writes <name>#<n> and renames it to
+// <name> when the upload completes, so a writer's manifest in flight is
+// listed under that name (and stays so after a crash). It is not a
+// version; the name it will have is read once it is renamed.
+func stagedUpload(name string) bool {
+	i := strings.LastIndexByte(name, '#')
+	return i > 0 && i < len(name)-1 && allDigits(name[i+1:])
+}
+
 // versionName classifies a file name directly under _versions/ and, for a
 // version or a detached version, returns its number and naming scheme.
 func versionName(name string) (nameKind, uint64, Scheme) {
@@ -71,6 +81,8 @@ func versionName(name string) (nameKind, uint64, Scheme) {
 	case name == versionHintName:
 		return nameHint, 0, 0
 	case strings.HasPrefix(name, ".tmp"):
+		return nameTemp, 0, 0
+	case stagedUpload(name):
 		return nameTemp, 0, 0
 	}
 	stem, ext, ok := strings.Cut(name, ".")

@@ -294,6 +294,12 @@ func TestVersionName(t *testing.T) {
 		{"d12.manifest", nameDetached, 12, SchemeV2},
 		{"latest_version_hint.json", nameHint, 0, 0},
 		{".tmp_7.manifest_9c10", nameTemp, 0, 0},
+		// A local writer's manifest in flight (object_store's staged
+		// upload), found by the retention chaos suite.
+		{"18446744073709551523.manifest#1", nameTemp, 0, 0},
+		{"5.manifest#12", nameTemp, 0, 0},
+		{"5.manifest#", nameUnknown, 0, 0},
+		{"5.manifest#x", nameUnknown, 0, 0},
 		{"18446744073709551610.manifest-9c100374", nameStaging, 0, 0},
 		{"5.manifest.bak", nameUnknown, 0, 0},
 		{"x5.manifest", nameUnknown, 0, 0},

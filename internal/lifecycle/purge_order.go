@@ -157,19 +157,12 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 		return ns.dryRun(ctx, name, m, mobj, res)
 	}
 
-	lease, err := ns.locker.Acquire(ctx, LockKey(name))
-	if err != nil {
-		res.Lease = LeaseError
-		if errors.Is(err, ErrLocked) {
-			res.Lease = LeaseContended
-		}
-		return res, fmt.Errorf("purge %q: %w", name, err)
-	}
-	res.Lease = LeaseAcquired
-	defer ns.release(ctx, lease, name)
-	lctx := lease.Context()
-	res, err = ns.purgeUnderLease(lctx, lease, name, body, mobj, res, opts)
-	return res, ns.withRootChange(ctx, name, withLeaseCause(lctx, lostOr(lctx, lease, err)))
+	err = ns.underLease(ctx, "purge", name, &res.Lease, func(lctx context.Context, lease *lock.Lease) error {
+		var err error
+		res, err = ns.purgeUnderLease(lctx, lease, name, body, mobj, res, opts)
+		return err
+	})
+	return res, err
 }
 
 // dryRun checks the hold and the identity fence and counts what a purge

@@ -98,20 +98,13 @@ func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions
 	if err := ns.checkLive(ctx, name); err != nil {
 		return res, err
 	}
-	// 2. The lease.
-	lease, err := ns.locker.Acquire(ctx, LockKey(name))
-	if err != nil {
-		res.Lease = LeaseError
-		if errors.Is(err, ErrLocked) {
-			res.Lease = LeaseContended
-		}
-		return res, fmt.Errorf("retain %q: %w", name, err)
-	}
-	res.Lease = LeaseAcquired
-	defer ns.release(ctx, lease, name)
-	lctx := lease.Context()
-	res, err = ns.retainUnderLease(lctx, lease, name, res, opts)
-	return res, ns.withRootChange(ctx, name, withLeaseCause(lctx, lostOr(lctx, lease, err)))
+	// 2. The lease; steps 3 to 8 under it.
+	err := ns.underLease(ctx, "retain", name, &res.Lease, func(lctx context.Context, lease *lock.Lease) error {
+		var err error
+		res, err = ns.retainUnderLease(lctx, lease, name, res, opts)
+		return err
+	})
+	return res, err
 }
 
 // checkLive refuses a table that is soft-deleted, not a directory, or

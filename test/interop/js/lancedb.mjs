@@ -27,6 +27,7 @@
 import { createHash } from "node:crypto";
 import * as lancedb from "@lancedb/lancedb";
 import * as arrow from "apache-arrow";
+import { indexConfig } from "./tables.mjs";
 
 const DIM = 8;
 
@@ -72,18 +73,6 @@ async function kindOf(table) {
   return schema.fields.some((f) => f.name === "vector") ? "vectors" : "plain";
 }
 
-function indexConfig(type) {
-  switch (type) {
-    case "btree":
-      return lancedb.Index.btree();
-    case "bitmap":
-      return lancedb.Index.bitmap();
-    case "ivf_flat":
-      return lancedb.Index.ivfFlat({ numPartitions: 2 });
-    default:
-      throw new Error(`unknown index type ${type}`);
-  }
-}
 
 async function idsDigest(t) {
   const ids = (await t.query().select(["id"]).toArray()).map((r) => BigInt(r.id));
