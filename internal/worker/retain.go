@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -53,14 +55,33 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		return
 	}
 	log = log.With("retention_older_than", r.OlderThan.String())
+	// limits.table_concurrency tables at a time, as purges go; each deletes
+	// with its own adaptive concurrency.
+	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
+	var wg sync.WaitGroup
+	notVisited := 0
 	for i, name := range live {
+		sem <- struct{}{}
 		if p.draining() || ctx.Err() != nil {
-			rr.RetentionNotVisited = len(live) - i
-			log.Warn("retention stopped: live tables not visited; the next pass covers them",
-				"tables", rr.RetentionNotVisited, "reason", stopReason(ctx, outcome.ReasonShutdown))
-			return
+			<-sem
+			notVisited = len(live) - i
+			break
 		}
-		p.retained(rr, p.retainOne(ctx, ns, rr.Root, name, r, log.With("table", name)), log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p.retained(rr, p.retainOne(ctx, ns, rr.Root, name, r, log.With("table", name)), log)
+		}()
+	}
+	wg.Wait()
+	p.rep.mu.Lock()
+	slices.SortFunc(rr.Retention, func(a, b Retained) int { return strings.Compare(a.Table, b.Table) })
+	rr.RetentionNotVisited = notVisited
+	p.rep.mu.Unlock()
+	if notVisited > 0 {
+		log.Warn("retention stopped: live tables not visited; the next pass covers them",
+			"tables", notVisited, "reason", stopReason(ctx, outcome.ReasonShutdown))
 	}
 }
 

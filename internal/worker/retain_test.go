@@ -188,3 +188,36 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, result string) f
 	require.Failf(t, "no such series", "%s{result=%q}", name, result)
 	return 0
 }
+
+// Live tables are cleaned limits.table_concurrency at a time and reported
+// by name; a shutdown starts no new table and says how many it left.
+func TestPassRetentionConcurrencyAndDrain(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	for _, n := range []string{"c", "a", "b"} {
+		lancetest.LanceDB(t, f.store(0), lifecycle.TableDir(n))
+	}
+	cfg := retentionOn()
+	cfg.Limits.TableConcurrency = 3
+	rep, err := f.worker(cfg, 0).Pass(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, d := range rep.Roots[0].Retention {
+		names = append(names, d.Table)
+		require.Equal(t, "cleaned", string(d.Action), d.Table)
+	}
+	require.Equal(t, []string{"a", "b", "c"}, names)
+
+	g := newFixture(t, objstoretest.Local, 1)
+	for _, n := range []string{"a", "b", "c"} {
+		lancetest.LanceDB(t, g.store(0), lifecycle.TableDir(n))
+	}
+	cfg.Limits.TableConcurrency = 1
+	calls := 0
+	// The pass asks once before the root and once before each table:
+	// draining from the third question on lets table a alone start.
+	draining := func() bool { calls++; return calls > 2 }
+	rep, err = g.worker(cfg, 0).Pass(context.Background(), draining)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"a": "cleaned/old_versions"}, retained(rep, 0))
+	require.Equal(t, 2, rep.Roots[0].RetentionNotVisited)
+}
