@@ -133,7 +133,7 @@ func TestConstantsAreTheEngines(t *testing.T) {
 	} {
 		require.Equal(t, string(in), string(pub))
 	}
-	actions := []Action{ActionPurged, ActionSkipped, ActionDryRun, ActionFailed, ActionConflict, ActionHeld, ActionRefused}
+	actions := []Action{ActionPurged, ActionSkipped, ActionDryRun, ActionFailed, ActionConflict, ActionHeld, ActionRefused, ActionCleaned}
 	require.Len(t, actions, len(outcome.Actions()))
 	for i, a := range outcome.Actions() {
 		require.Equal(t, string(a), string(actions[i]))

@@ -122,8 +122,10 @@ type RootReport struct {
 	// Err: the root could not be opened or planned.
 	Err error
 	// Retention are the root's live tables version retention visited
-	// (retention.enabled), by name, after its purges.
-	Retention []Retained
+	// (retention.enabled), by name, after its purges; RetentionNotVisited
+	// those a cancelled pass did not start (the next pass covers them).
+	Retention           []Retained
+	RetentionNotVisited int
 
 	rr *worker.RootReport
 }
@@ -223,7 +225,7 @@ func passReportOf(r *worker.Report) *PassReport {
 		RootErrors: r.RootErrors, LedgerErrors: r.LedgerErrors, Err: r.Err, rep: r}
 	for _, rr := range r.Roots {
 		pr := &RootReport{Root: rr.Root, Started: rr.Started, Finished: rr.Finished, Plan: planSummaryOf(rr.Plan),
-			Refused: Reason(rr.Refused), Err: exported(rr.Err), rr: rr}
+			Refused: Reason(rr.Refused), Err: exported(rr.Err), RetentionNotVisited: rr.RetentionNotVisited, rr: rr}
 		for _, d := range rr.Decisions {
 			pr.Decisions = append(pr.Decisions, decisionOf(d))
 		}

@@ -385,12 +385,28 @@ func (pr *pausedRun) purgeB() {
 	if pr.px != nil {
 		args = append(purgeArgs(pr.cfg.leaseTTL, pr.cfg.skew, "--set", "audit.location="+pr.audit), pr.b.rootArgs("")...)
 	}
-	r := pr.others(args)
-	require.Contains(t, []int{0, 1}, r.code, "%s: B:\n%s", pr.where, r)
-	for _, e := range report(t, r).Failed {
-		tb := pr.f.byName[e.Name]
-		require.True(t, tb != nil && tb.kind == kindLink || pr.resumed && slices.Contains(pr.lost, e.Name),
-			"%s: B failed %s: %s\n%s", pr.where, e.Name, e.Error, r)
+	// B may lose its own lease when the machine starves it (2s leases on a
+	// loaded machine: the store's clock passes its lease before it renews,
+	// and it stops, as it must). That is B's own safety working, not a
+	// fault of A's: a later pass finishes the table, so B runs again.
+	var r result
+	for attempt := 1; ; attempt++ {
+		r = pr.others(args)
+		require.Contains(t, []int{0, 1}, r.code, "%s: B:\n%s", pr.where, r)
+		starved := false
+		for _, e := range report(t, r).Failed {
+			tb := pr.f.byName[e.Name]
+			if e.Code == "lease_lost" && strings.Contains(e.Error, "frozen longer than its own clock shows") && attempt < 3 {
+				starved = true
+				continue
+			}
+			require.True(t, tb != nil && tb.kind == kindLink || pr.resumed && slices.Contains(pr.lost, e.Name),
+				"%s: B failed %s: %s\n%s", pr.where, e.Name, e.Error, r)
+		}
+		if !starved {
+			break
+		}
+		t.Logf("%s: B lost its own lease (starved, attempt %d); running B again", pr.where, attempt)
 	}
 	if !pr.resumed {
 		// B ran alone: every due table is gone.
