@@ -213,6 +213,17 @@ func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntr
 			s.MarkerModified, s.MarkerETag = obj.LastModified, obj.ETag
 		}
 	}
+	if commit != nil && body == nil {
+		// The commit was read before the marker: a purge that finished in
+		// between deleted the commit, then the marker (its order), and
+		// left nothing stuck. Only a commit still there after the marker
+		// is gone is one.
+		c, _, err := ns.readCommit(ctx, name)
+		if err != nil {
+			return ns.unreadable(ctx, s, err)
+		}
+		commit = c
+	}
 	if commit != nil && (body == nil || !commit.Matches(body)) {
 		s.Problem = staleCommitProblem(name, body != nil)
 		if body == nil {

@@ -167,3 +167,45 @@ func TestUndeletableKeyInACommittedTableIsStuck(t *testing.T) {
 		require.Contains(t, st.Problem, "delete that object by hand")
 	}, objstoretest.GCSStore, objstoretest.AzureStore)
 }
+
+// finishesBeforeMarkerRead is another purge finishing between status's read
+// of a table's commit and its read of the marker: it deletes the commit,
+// then the marker, as a purge's last steps do.
+type finishesBeforeMarkerRead struct {
+	objstore.Store
+	name string
+	done bool
+}
+
+func (s *finishesBeforeMarkerRead) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
+	if key == MarkerKey(s.name) && !s.done {
+		s.done = true
+		if err := s.Store.Delete(ctx, CommitKey(s.name)); err != nil {
+			return nil, objstore.Object{}, err
+		}
+		if err := s.Store.Delete(ctx, MarkerKey(s.name)); err != nil {
+			return nil, objstore.Object{}, err
+		}
+	}
+	return s.Store.Get(ctx, key, limit)
+}
+
+// A purge that finishes while status reads the table is not a stuck one:
+// status read the commit, then found the marker gone, because the purge
+// deleted both in between. Before, status (and every plan: a replica's
+// pass) called the table stuck and failed it, exit 1, while another
+// replica had purged it cleanly (TestReplicasSkewedClocks under load).
+func TestFinishedMidStatusIsNotStuck(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		w := newWorld(t, s)
+		p := w.proc("purger", 0)
+		dueTable(t, w, p, "t", 250)
+		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteBatch, "t.lance/", 1)
+		defer frozen.resume()
+		ns, err := New(&finishesBeforeMarkerRead{Store: s, name: "t"}, Options{Logger: quiet()})
+		require.NoError(t, err)
+		st := statusOf(t, ns, "t")
+		require.NotEqual(t, StateStuck, st.State, st.Problem)
+		require.Empty(t, st.Problem)
+	})
+}
