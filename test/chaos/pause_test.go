@@ -386,8 +386,9 @@ func (pr *pausedRun) purgeB() {
 		args = append(purgeArgs(pr.cfg.leaseTTL, pr.cfg.skew, "--set", "audit.location="+pr.audit), pr.b.rootArgs("")...)
 	}
 	// B may lose its own lease when the machine starves it (2s leases on a
-	// loaded machine: the store's clock passes its lease before it renews,
-	// and it stops, as it must). That is B's own safety working, not a
+	// loaded machine: the store's clock passes its lease, or its own clock
+	// its renewal margin, before it renews, and it stops, as it must; A is
+	// stopped, so nobody else takes B's leases). That is B's own safety working, not a
 	// fault of A's: a later pass finishes the table, so B runs again.
 	var r result
 	for attempt := 1; ; attempt++ {
@@ -396,7 +397,7 @@ func (pr *pausedRun) purgeB() {
 		starved := false
 		for _, e := range report(t, r).Failed {
 			tb := pr.f.byName[e.Name]
-			if e.Code == "lease_lost" && strings.Contains(e.Error, "frozen longer than its own clock shows") && attempt < 3 {
+			if e.Code == "lease_lost" && attempt < 3 {
 				starved = true
 				continue
 			}
