@@ -79,10 +79,10 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 	so.Pacer = retry.NewPacer(cfg.Limits.RequestsPerSecond)
 	w := &worker.Worker{
 		Config: cfg,
-		Open: func(ctx context.Context, r config.Root) (objstore.Store, error) {
+		Open: func(ctx context.Context, r roots.Root) (objstore.Store, error) {
 			return stack.Open(ctx, r.URI, r.StorageOptions, so)
 		},
-		Roots: func(ctx context.Context) ([]config.Root, error) {
+		Roots: func(ctx context.Context) ([]roots.Root, error) {
 			return roots.Expand(ctx, cfg, func(ctx context.Context, uri string, o map[string]string) (objstore.Store, error) {
 				return stack.Open(ctx, uri, o, so)
 			})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // errFirstPage stops a listing after its first page.
@@ -32,7 +33,7 @@ func reachRoot(ctx context.Context, o purgeOptions, rt *runtime) error {
 		}
 		return nil
 	}
-	store, err := rt.worker.Open(ctx, root)
+	store, err := rt.worker.Open(ctx, roots.Root{URI: root.URI, StorageOptions: root.StorageOptions})
 	if err != nil {
 		return misconfigured(err)
 	}

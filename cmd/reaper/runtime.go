@@ -185,7 +185,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 		Metrics:         m,
 		TracerProvider:  tp,
 	}
-	open := func(ctx context.Context, r config.Root) (objstore.Store, error) {
+	open := func(ctx context.Context, r roots.Root) (objstore.Store, error) {
 		return stack.Open(ctx, r.URI, r.StorageOptions, stackOpts)
 	}
 	// The test seam moves the roots' clock only, as it always did.
@@ -194,7 +194,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	rt.worker = &worker.Worker{
 		Config: cfg,
 		Open:   open,
-		Roots: func(ctx context.Context) ([]config.Root, error) {
+		Roots: func(ctx context.Context) ([]roots.Root, error) {
 			rs, err := roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
 				return stack.Open(ctx, uri, opts, auxOpts)
 			})

@@ -21,6 +21,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -35,19 +36,19 @@ var oddNames = []string{"a", "a-b", "a.b", "ünïcödé", "表格", "<b>&amp;", 
 
 // passReport runs a pass (a dry run) over one or two memory roots of
 // random tables, due, not due, invalid or held, and returns its report.
-func passReport(t *testing.T, seed uint64, roots int) *worker.Report {
+func passReport(t *testing.T, seed uint64, nroots int) *worker.Report {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 7))
 	ctx := context.Background()
 	now := time.Now()
 	stores := map[string]objstore.Store{}
-	var cfgRoots []config.Root
-	for i := range roots {
+	var cfgRoots []roots.Root
+	for i := range nroots {
 		m := memstore.New()
 		m.Clock = func() time.Time { return now.Add(-30 * 24 * time.Hour) }
 		uri := fmt.Sprintf("memory://root-%d", i)
 		stores[uri] = m
-		cfgRoots = append(cfgRoots, config.Root{URI: uri})
+		cfgRoots = append(cfgRoots, roots.Root{URI: uri})
 		for j := range 40 + r.IntN(40) {
 			name := fmt.Sprintf("t%03d", j)
 			if r.IntN(4) == 0 {
@@ -84,8 +85,8 @@ func passReport(t *testing.T, seed uint64, roots int) *worker.Report {
 	}
 	w := &worker.Worker{
 		Config: cfg,
-		Open:   func(_ context.Context, r config.Root) (objstore.Store, error) { return stores[r.URI], nil },
-		Roots:  func(context.Context) ([]config.Root, error) { return cfgRoots, nil },
+		Open:   func(_ context.Context, r roots.Root) (objstore.Store, error) { return stores[r.URI], nil },
+		Roots:  func(context.Context) ([]roots.Root, error) { return cfgRoots, nil },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Owner:  "test/1",
 	}

@@ -4,11 +4,7 @@
 // validated with errors that name the key, the bad value and the fix.
 package config
 
-import (
-	"time"
-
-	"github.com/lance-reaper/reaper/internal/lifecycle"
-)
+import "time"
 
 // Config is the whole configuration. Every field has a yaml key; the example
 // config/reaper.yaml documents every key and a test keeps the two in step.
@@ -60,7 +56,8 @@ type Defaults struct {
 	LeaseTTL Duration `yaml:"lease_ttl"`
 }
 
-// Root is one database root or discovery pattern.
+// Root is one database root or discovery pattern, as configured (a pass
+// works on roots.Root, which carries what discovery found).
 type Root struct {
 	// URI is a root URI in one of the forms the backends declare
 	// (all.Default().FormList(), listed by `reaper --help`); in Discover,
@@ -72,10 +69,6 @@ type Root struct {
 	// Retention replaces the keys of the top-level retention section it
 	// sets, for this root (or every root this pattern discovers).
 	Retention RetentionOverride `yaml:"retention"`
-	// Listing is never configured: discovery (roots.Expand, once per pass)
-	// sets it to the discovered root's listing, which the pass plans from
-	// instead of listing the root again (lifecycle/listing.go).
-	Listing *lifecycle.Listing `yaml:"-"`
 }
 
 // Shard assigns roots to one of several replicas by stable hashing.

@@ -51,10 +51,10 @@ func defaultRetention() Retention {
 	}
 }
 
-// RetentionFor is root's retention: the top-level section with the root's
-// own keys applied (a discovered root carries its pattern's).
-func (c Config) RetentionFor(root Root) Retention {
-	r, o := c.Retention, root.Retention
+// RetentionFor is a root's retention: the top-level section with the
+// root's own keys o applied (a discovered root carries its pattern's).
+func (c Config) RetentionFor(o RetentionOverride) Retention {
+	r := c.Retention
 	if o.Enabled != nil {
 		r.Enabled = *o.Enabled
 	}
@@ -84,10 +84,10 @@ func (r Retention) Policy() retention.Policy {
 func (c Config) validateRetention(v *validator) {
 	c.checkRetention(v, "retention", c.Retention)
 	for i, r := range c.Roots {
-		c.checkRetention(v, fmt.Sprintf("roots[%d].retention", i), c.RetentionFor(r))
+		c.checkRetention(v, fmt.Sprintf("roots[%d].retention", i), c.RetentionFor(r.Retention))
 	}
 	for i, r := range c.Discover {
-		c.checkRetention(v, fmt.Sprintf("discover[%d].retention", i), c.RetentionFor(r))
+		c.checkRetention(v, fmt.Sprintf("discover[%d].retention", i), c.RetentionFor(r.Retention))
 	}
 }
 
@@ -125,7 +125,7 @@ func (c Config) RetentionSummary() string {
 	}
 	for _, l := range [][]Root{c.Roots, c.Discover} {
 		for _, r := range l {
-			if rr := c.RetentionFor(r); rr.Enabled {
+			if rr := c.RetentionFor(r.Retention); rr.Enabled {
 				on = append(on, fmt.Sprintf("%s (%s)", r.URI, describe(rr)))
 			}
 		}

@@ -34,18 +34,18 @@ discover:
 	require.NoError(t, err)
 	require.NoError(t, c.ValidateForPass())
 
-	a := c.RetentionFor(c.Roots[0])
+	a := c.RetentionFor(c.Roots[0].Retention)
 	require.False(t, a.Enabled, "off unless switched on")
 	require.Equal(t, 30*24*time.Hour, a.OlderThan.D())
 
-	b := c.RetentionFor(c.Roots[1])
+	b := c.RetentionFor(c.Roots[1].Retention)
 	require.Equal(t, Retention{Enabled: true, OlderThan: Duration(30 * 24 * time.Hour), KeepVersions: 3,
 		UnverifiedAfter: Duration(7 * 24 * time.Hour)}, b)
 	p := b.Policy()
 	require.Equal(t, 30*24*time.Hour, p.OlderThan)
 	require.Equal(t, 3, p.KeepVersions)
 
-	d := c.RetentionFor(c.Discover[0])
+	d := c.RetentionFor(c.Discover[0].Retention)
 	require.Equal(t, Retention{Enabled: true, OlderThan: Duration(2 * 24 * time.Hour), KeepVersions: 3,
 		DeleteUnverified: true, UnverifiedAfter: Duration(7 * 24 * time.Hour)}, d)
 }
@@ -55,7 +55,7 @@ func TestRetentionFromEnv(t *testing.T) {
 	env := map[string]string{"REAPER_RETENTION_ENABLED": "true", "REAPER_RETENTION_OLDER_THAN": "14d"}
 	c, err := Load("", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
-	r := c.RetentionFor(Root{URI: "/data/a"})
+	r := c.RetentionFor(RetentionOverride{})
 	require.True(t, r.Enabled)
 	require.Equal(t, 14*24*time.Hour, r.OlderThan.D())
 }

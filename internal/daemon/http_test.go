@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 func TestHandler(t *testing.T) {
@@ -22,8 +22,8 @@ func TestHandler(t *testing.T) {
 	reg.MustRegister(c)
 	var rootsErr error
 	ready := &Readiness{
-		Roots: func(context.Context) ([]config.Root, error) { return []config.Root{{URI: "a"}}, rootsErr },
-		Open:  func(context.Context, config.Root) (objstore.Store, error) { return memstore.New(), nil },
+		Roots: func(context.Context) ([]roots.Root, error) { return []roots.Root{{URI: "a"}}, rootsErr },
+		Open:  func(context.Context, roots.Root) (objstore.Store, error) { return memstore.New(), nil },
 		TTL:   -1, // probe every time
 	}
 	srv := httptest.NewServer(Handler(reg, ready))

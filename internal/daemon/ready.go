@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -42,8 +42,8 @@ const (
 type Readiness struct {
 	// Roots and Open are the worker's: the roots of a pass and how each is
 	// opened.
-	Roots func(ctx context.Context) ([]config.Root, error)
-	Open  func(ctx context.Context, root config.Root) (objstore.Store, error)
+	Roots func(ctx context.Context) ([]roots.Root, error)
+	Open  func(ctx context.Context, root roots.Root) (objstore.Store, error)
 	// TTL is how long an answer is reused (default ReadyTTL).
 	TTL time.Duration
 	// Timeout bounds one probe (default ReadyTimeout); RootTimeout one
@@ -114,7 +114,7 @@ func (r *Readiness) probe(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *Readiness) probeRoot(ctx context.Context, root config.Root) error {
+func (r *Readiness) probeRoot(ctx context.Context, root roots.Root) error {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(r.RootTimeout, ReadyRootTimeout))
 	defer cancel()
 	s, err := r.Open(ctx, root)

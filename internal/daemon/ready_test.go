@@ -16,11 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
+	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -45,17 +45,17 @@ type probes struct {
 
 func (p *probes) readiness() *Readiness {
 	return &Readiness{
-		Roots: func(context.Context) ([]config.Root, error) {
+		Roots: func(context.Context) ([]roots.Root, error) {
 			p.listed++
-			var rs []config.Root
+			var rs []roots.Root
 			for _, u := range []string{"a", "b"} {
 				if _, ok := p.stores[u]; ok {
-					rs = append(rs, config.Root{URI: u})
+					rs = append(rs, roots.Root{URI: u})
 				}
 			}
 			return rs, p.rootsErr
 		},
-		Open: func(_ context.Context, r config.Root) (objstore.Store, error) {
+		Open: func(_ context.Context, r roots.Root) (objstore.Store, error) {
 			if p.openErr != nil {
 				return nil, p.openErr
 			}
@@ -128,8 +128,8 @@ func TestReadinessSeesAMovedRoot(t *testing.T) {
 	require.NoError(t, os.Mkdir(dir, 0o755))
 	now := time.Unix(1000, 0)
 	ready := &Readiness{
-		Roots: func(context.Context) ([]config.Root, error) { return []config.Root{{URI: dir}}, nil },
-		Open:  func(_ context.Context, r config.Root) (objstore.Store, error) { return local.Open(r.URI) },
+		Roots: func(context.Context) ([]roots.Root, error) { return []roots.Root{{URI: dir}}, nil },
+		Open:  func(_ context.Context, r roots.Root) (objstore.Store, error) { return local.Open(r.URI) },
 		Now:   func() time.Time { return now },
 	}
 	h := Handler(prometheus.NewRegistry(), ready)
@@ -202,15 +202,15 @@ func TestReadinessIsBounded(t *testing.T) {
 		var waiting int
 		arrived := make(chan struct{})
 		stores := map[string]objstore.Store{}
-		var roots []config.Root
+		var rs []roots.Root
 		for i := range n {
 			uri := fmt.Sprintf("r%d", i)
 			stores[uri] = hangs{Store: memstore.New(), mu: &mu, waiting: &waiting, arrived: arrived, n: n}
-			roots = append(roots, config.Root{URI: uri})
+			rs = append(rs, roots.Root{URI: uri})
 		}
 		r := &Readiness{
-			Roots:       func(context.Context) ([]config.Root, error) { return roots, nil },
-			Open:        func(_ context.Context, root config.Root) (objstore.Store, error) { return stores[root.URI], nil },
+			Roots:       func(context.Context) ([]roots.Root, error) { return rs, nil },
+			Open:        func(_ context.Context, root roots.Root) (objstore.Store, error) { return stores[root.URI], nil },
 			Concurrency: n,
 		}
 		require.NoError(t, r.Check(context.Background()))
@@ -258,8 +258,8 @@ func TestReadinessOnBucketStores(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					uri := srv.uri(tc.bucket)
 					r := &Readiness{
-						Roots: func(context.Context) ([]config.Root, error) { return []config.Root{{URI: uri}}, nil },
-						Open: func(ctx context.Context, root config.Root) (objstore.Store, error) {
+						Roots: func(context.Context) ([]roots.Root, error) { return []roots.Root{{URI: uri}}, nil },
+						Open: func(ctx context.Context, root roots.Root) (objstore.Store, error) {
 							return stack.Open(ctx, root.URI, srv.opts, stack.Options{})
 						},
 					}

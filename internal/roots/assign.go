@@ -3,7 +3,6 @@ package roots
 import (
 	"hash/fnv"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
 )
 
@@ -16,14 +15,14 @@ import (
 //
 // count 0 or 1 means no sharding: every root. An index outside [0, count)
 // owns nothing (config.Validate rejects it).
-func Assign(roots []config.Root, index, count int) []config.Root {
+func Assign(roots []Root, index, count int) []Root {
 	if count <= 1 {
 		return roots
 	}
 	if index < 0 || index >= count {
 		return nil
 	}
-	var out []config.Root
+	var out []Root
 	for _, r := range roots {
 		if Owner(r.URI, count) == index {
 			out = append(out, r)

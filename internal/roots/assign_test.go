@@ -6,14 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/roots"
 )
 
-func manyRoots(n int) []config.Root {
-	out := make([]config.Root, n)
+func manyRoots(n int) []roots.Root {
+	out := make([]roots.Root, n)
 	for i := range out {
-		out[i] = config.Root{URI: fmt.Sprintf("s3://bucket/tenants/t%04d", i)}
+		out[i] = roots.Root{URI: fmt.Sprintf("s3://bucket/tenants/t%04d", i)}
 	}
 	return out
 }
@@ -62,8 +61,8 @@ func TestAssignStable(t *testing.T) {
 	// spelling of a local root does not matter.
 	require.Equal(t, roots.Owner("file:///data/db", 5), roots.Owner("/data/db/", 5))
 	for _, r := range rs[:20] {
-		one := roots.Assign([]config.Root{r}, roots.Owner(r.URI, 4), 4)
-		require.Equal(t, []config.Root{r}, one)
+		one := roots.Assign([]roots.Root{r}, roots.Owner(r.URI, 4), 4)
+		require.Equal(t, []roots.Root{r}, one)
 	}
 }
 

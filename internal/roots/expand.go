@@ -52,13 +52,13 @@ const maxCarriedNames = 100_000
 // error and carries on with the roots. A configured root that does not
 // parse is an error of the same kind (Validate reports it first). Only a
 // cancelled ctx returns no roots.
-func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]config.Root, error) {
+func Expand(ctx context.Context, cfg config.Config, open OpenFunc) ([]Root, error) {
 	return expand(ctx, cfg, open, maxCarriedNames)
 }
 
 // expand is Expand carrying listings of at most budget names in all.
-func expand(ctx context.Context, cfg config.Config, open OpenFunc, budget int) ([]config.Root, error) {
-	byURI := map[string]config.Root{}
+func expand(ctx context.Context, cfg config.Config, open OpenFunc, budget int) ([]Root, error) {
+	byURI := map[string]Root{}
 	var errs []error
 	for _, r := range cfg.Roots {
 		loc, err := all.ParseLocation(r.URI)
@@ -67,7 +67,7 @@ func expand(ctx context.Context, cfg config.Config, open OpenFunc, budget int) (
 			continue
 		}
 		if _, dup := byURI[loc.String()]; !dup {
-			byURI[loc.String()] = config.Root{URI: loc.String(), StorageOptions: r.StorageOptions, Retention: r.Retention}
+			byURI[loc.String()] = Root{URI: loc.String(), StorageOptions: r.StorageOptions, Retention: r.Retention}
 		}
 	}
 	for _, p := range cfg.Discover {
@@ -84,17 +84,17 @@ func expand(ctx context.Context, cfg config.Config, open OpenFunc, budget int) (
 			}
 		}
 	}
-	out := make([]config.Root, 0, len(byURI))
+	out := make([]Root, 0, len(byURI))
 	for _, r := range byURI {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b config.Root) int { return cmp.Compare(a.URI, b.URI) })
+	slices.SortFunc(out, func(a, b Root) int { return cmp.Compare(a.URI, b.URI) })
 	return out, errors.Join(errs...)
 }
 
 // discover expands one pattern; it returns what it found even on error.
 // budget is how many names the listings it carries may still hold.
-func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([]config.Root, error) {
+func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([]Root, error) {
 	parent, err := config.DiscoverParent(p.URI)
 	if err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([
 	if err != nil {
 		return nil, wrap(fmt.Errorf("list %s: %w", parent, err))
 	}
-	var found []config.Root
+	var found []Root
 	var errs []error
 	for _, child := range children {
 		ok, listed, err := probe(ctx, st, child, *budget)
@@ -127,7 +127,7 @@ func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([
 			continue
 		}
 		if ok {
-			found = append(found, config.Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions, Retention: p.Retention, Listing: listed})
+			found = append(found, Root{URI: childLocation(parent, child).String(), StorageOptions: p.StorageOptions, Retention: p.Retention, Listing: listed})
 		}
 	}
 	return found, errors.Join(errs...)

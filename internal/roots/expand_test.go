@@ -38,7 +38,7 @@ func tenants(t *testing.T) string {
 	return dir
 }
 
-func uris(rs []config.Root) []string {
+func uris(rs []roots.Root) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.URI

@@ -160,10 +160,10 @@ func TestDiscoveredRootCostsWhatAConfiguredOneDoes(t *testing.T) {
 				require.NoError(t, cfg.ValidateForPass())
 				w := &Worker{
 					Config: cfg,
-					Open: func(ctx context.Context, root config.Root) (objstore.Store, error) {
+					Open: func(ctx context.Context, root roots.Root) (objstore.Store, error) {
 						return stack.Open(ctx, root.URI, root.StorageOptions, so)
 					},
-					Roots: func(ctx context.Context) ([]config.Root, error) {
+					Roots: func(ctx context.Context) ([]roots.Root, error) {
 						return roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
 							return stack.Open(ctx, uri, opts, so)
 						})

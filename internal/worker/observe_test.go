@@ -19,6 +19,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // counters gathers reg's counters as "name{value of label}" -> value.
@@ -227,7 +228,7 @@ func TestBacklogMetricsAfterThePass(t *testing.T) {
 			// Root 1 leaves the pass; root 0 is purged for real.
 			w = f.worker(baseConfig(), 3*day)
 			w.Observer = MetricsObserver{M: m}
-			w.Roots = func(context.Context) ([]config.Root, error) { return []config.Root{{URI: f.uris[0]}}, nil }
+			w.Roots = func(context.Context) ([]roots.Root, error) { return []roots.Root{{URI: f.uris[0]}}, nil }
 			rep, err := w.Pass(context.Background(), nil)
 			require.NoError(t, err)
 			require.Equal(t, 2, rep.Totals().Purged)
@@ -255,7 +256,7 @@ func TestLedgerRowsOfFailures(t *testing.T) {
 	audit := memstore.New()
 	w := f.worker(baseConfig(), 4*day)
 	open := w.Open
-	w.Open = func(ctx context.Context, r config.Root) (objstore.Store, error) {
+	w.Open = func(ctx context.Context, r roots.Root) (objstore.Store, error) {
 		if r.URI == f.uris[1] {
 			return nil, errors.New("no such bucket")
 		}

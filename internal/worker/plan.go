@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // This file owns what a pass keeps of a root's plan. The plan streams
@@ -39,9 +39,9 @@ type rootPlan struct {
 }
 
 // planRoot plans one root. A plan that fails keeps nothing.
-func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root config.Root) (*rootPlan, error) {
+func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root roots.Root) (*rootPlan, error) {
 	def := ns.Options().DefaultTTL
-	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, keepLive: p.w.Config.RetentionFor(root).Enabled}
+	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, keepLive: p.w.Config.RetentionFor(root.Retention).Enabled}
 	// The plan is judged by the store's clock; this host's clock takes no
 	// part in whether a table is due. A discovered root is planned from
 	// discovery's listing of this pass (nil for a configured root).

@@ -17,6 +17,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // retentionOn is baseConfig with version retention of versions older than
@@ -153,8 +154,8 @@ func TestPassRetentionSwitches(t *testing.T) {
 			w := f.worker(cfg, 0)
 			if len(cfg.Roots) == 1 {
 				// The root's own retention section, on the fixture's root.
-				roots := []config.Root{{URI: f.uris[0], Retention: cfg.Roots[0].Retention}}
-				w.Roots = func(context.Context) ([]config.Root, error) { return roots, nil }
+				own := []roots.Root{{URI: f.uris[0], Retention: cfg.Roots[0].Retention}}
+				w.Roots = func(context.Context) ([]roots.Root, error) { return own, nil }
 			}
 			rep, err := w.Pass(context.Background(), nil)
 			require.NoError(t, err)

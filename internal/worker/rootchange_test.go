@@ -12,12 +12,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
@@ -52,8 +52,8 @@ func TestPassReportsARootChange(t *testing.T) {
 	frozen := p.PauseBefore(objstoretest.OpDeleteBatch, "big.lance/", 1)
 	w := &Worker{
 		Config:      baseConfig(),
-		Open:        func(context.Context, config.Root) (objstore.Store, error) { return p, nil },
-		Roots:       func(context.Context) ([]config.Root, error) { return []config.Root{{URI: s.URI()}}, nil },
+		Open:        func(context.Context, roots.Root) (objstore.Store, error) { return p, nil },
+		Roots:       func(context.Context) ([]roots.Root, error) { return []roots.Root{{URI: s.URI()}}, nil },
 		Logger:      quiet,
 		Now:         func() time.Time { return now.Add(8 * day) },
 		Owner:       "test/1",

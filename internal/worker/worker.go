@@ -27,6 +27,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // PauseKey is the per-root pause switch: while <root>/_reaper/PAUSE exists
@@ -39,9 +40,9 @@ type Worker struct {
 	Config config.Config
 	// Open opens one root's store with the wrappers the caller composes
 	// (metrics, retries, tracing).
-	Open func(ctx context.Context, root config.Root) (objstore.Store, error)
+	Open func(ctx context.Context, root roots.Root) (objstore.Store, error)
 	// Roots returns the roots of this pass (expanded and sharded).
-	Roots func(ctx context.Context) ([]config.Root, error)
+	Roots func(ctx context.Context) ([]roots.Root, error)
 	// Observer receives the pass's events; nil ignores them.
 	Observer Observer
 	// Ledger, when set, records every pass in the audit ledger; its
@@ -106,8 +107,8 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	obs := w.observer()
 	obs.PassStarted(rep)
 	lp := w.Ledger.begin(ctx, rep, w.journalOptions(now))
-	roots, err := w.Roots(ctx)
-	if err != nil && len(roots) == 0 {
+	rs, err := w.Roots(ctx)
+	if err != nil && len(rs) == 0 {
 		rep.Finished = now()
 		rep.Err = fmt.Errorf("list roots: %w", err)
 		lp.finish()
@@ -120,13 +121,13 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 		log.Error("root discovery incomplete", "error", err)
 		rep.RootErrors = append(rep.RootErrors, err.Error())
 	}
-	log.Info("pass started", "roots", len(roots), "dry_run", rep.DryRun)
+	log.Info("pass started", "roots", len(rs), "dry_run", rep.DryRun)
 	budget := newBudget(w.Config.Limits)
 	p := &pass{w: w, rep: rep, log: log, tracer: tracer, now: now, obs: obs, ledger: lp, budget: budget, draining: draining}
-	for i, root := range roots {
+	for i, root := range rs {
 		if draining() {
 			rep.Interrupted = true
-			rep.RootsNotVisited = len(roots) - i
+			rep.RootsNotVisited = len(rs) - i
 			log.Warn("shutdown: roots not visited; the next pass covers them", "roots", rep.RootsNotVisited)
 			break
 		}
@@ -189,7 +190,7 @@ type pass struct {
 }
 
 // root plans and purges one root.
-func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
+func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 	cfg := p.w.Config
 	rr := &RootReport{Root: root.URI, Started: p.now()}
 	log := p.log.With("root", root.URI)
@@ -243,12 +244,12 @@ func (p *pass) root(ctx context.Context, root config.Root) *RootReport {
 		if rr.Refused == outcome.ReasonPaused {
 			// Its live tables are reported paused; a root the blast radius
 			// refused is not cleaned either, until an operator looks.
-			p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root), plan.live, paused, log)
+			p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root.Retention), plan.live, paused, log)
 		}
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
-	p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root), plan.live, paused, log)
+	p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root.Retention), plan.live, paused, log)
 	if !p.rep.DryRun && ctx.Err() == nil && len(plan.leaseOnly) > 0 {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.

@@ -25,6 +25,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
@@ -98,14 +99,14 @@ func (f *fixture) table(root int, name string, files int, droppedAgo, ttl time.D
 
 func (f *fixture) worker(cfg config.Config, at time.Duration) *Worker {
 	f.at(at)
-	var roots []config.Root
+	var rs []roots.Root
 	for _, u := range f.uris {
-		roots = append(roots, config.Root{URI: u})
+		rs = append(rs, roots.Root{URI: u})
 	}
 	return &Worker{
 		Config:   cfg,
-		Open:     func(_ context.Context, r config.Root) (objstore.Store, error) { return f.stores[r.URI], nil },
-		Roots:    func(context.Context) ([]config.Root, error) { return roots, nil },
+		Open:     func(_ context.Context, r roots.Root) (objstore.Store, error) { return f.stores[r.URI], nil },
+		Roots:    func(context.Context) ([]roots.Root, error) { return rs, nil },
 		Observer: f.rec,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:      func() time.Time { return f.now.Add(at) },
@@ -457,7 +458,7 @@ func TestPassSpansTellTheOutcome(t *testing.T) {
 	w := f.worker(baseConfig(), 8*day)
 	w.Tracer = tp.Tracer("test")
 	open := w.Open
-	w.Open = func(ctx context.Context, r config.Root) (objstore.Store, error) {
+	w.Open = func(ctx context.Context, r roots.Root) (objstore.Store, error) {
 		s, err := open(ctx, r)
 		return metrics.WrapStoreTracing(s, tp), err
 	}
