@@ -11,14 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lance-reaper/reaper/internal/assembly"
 	"github.com/lance-reaper/reaper/internal/config"
-	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/logctx"
-	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/roots"
-	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
 
@@ -74,44 +70,24 @@ func PurgeRoots(ctx context.Context, opts PassOptions) (*PassReport, error) {
 	// Lines about one table carry it and the pass id, from the context
 	// they are logged with.
 	opts.Logger = logctx.Logger(opts.Logger)
-	// One pacer for the pass: a throttled root slows the others too.
 	so := storeStack(opts.Registerer, opts.TracerProvider, opts.Logger, cfg.Limits.RetryMaxElapsed.D())
-	so.Pacer = retry.NewPacer(cfg.Limits.RequestsPerSecond)
-	w := &worker.Worker{
-		Config: cfg,
-		Open: func(ctx context.Context, r roots.Root) (objstore.Store, error) {
-			return stack.Open(ctx, r.URI, r.StorageOptions, so)
-		},
-		Roots: func(ctx context.Context) ([]roots.Root, error) {
-			return roots.Expand(ctx, cfg, func(ctx context.Context, uri string, o map[string]string) (objstore.Store, error) {
-				return stack.Open(ctx, uri, o, so)
-			})
-		},
-		Logger: opts.Logger,
-		Owner:  opts.Owner,
-		Tables: opts.Tables,
-	}
-	if w.Owner == "" {
-		w.Owner = worker.DefaultOwner()
-	}
-	if opts.TracerProvider != nil {
-		w.Tracer = opts.TracerProvider.Tracer("github.com/lance-reaper/reaper")
-	}
-	var obs worker.Observers
-	if so.Metrics != nil {
-		obs = append(obs, worker.MetricsObserver{M: so.Metrics})
-	}
-	if loc := cfg.Audit.Location; loc != "" {
-		ls, err := ledger.OpenLocation(ctx, loc, cfg.Audit.StorageOptions, so)
-		if err != nil {
-			return nil, fmt.Errorf("purge roots: audit.location %s: %w", loc, err)
-		}
-		w.Ledger = worker.NewLedger(ls, opts.Logger, moduleVersion(), hostname())
-	}
+	var obs []worker.Observer
 	if opts.OnDecision != nil {
 		obs = append(obs, decisionObserver{f: opts.OnDecision})
 	}
-	w.Observer = obs
+	parts, err := assembly.New(ctx, assembly.Options{
+		Config:    cfg,
+		Stack:     so,
+		Observers: obs,
+		Owner:     opts.Owner,
+		Version:   moduleVersion(),
+		Host:      hostname(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("purge roots: %w", err)
+	}
+	w := parts.Purger()
+	w.Tables = opts.Tables
 	rep, err := w.Pass(ctx, nil)
 	if rep == nil {
 		return nil, exported(err)

@@ -59,6 +59,9 @@ var layers = map[string]int{
 	"internal/worker":    4,
 	"internal/scheduler": 4,
 	"internal/daemon":    4,
+	// The one assembly of a pass (store stack, roots, observers, ledger)
+	// for the CLI and the public API alike.
+	"internal/assembly": 4,
 
 	// 5: the public package.
 	"": 5,

@@ -14,13 +14,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lance-reaper/reaper/internal/assembly"
 	"github.com/lance-reaper/reaper/internal/config"
-	"github.com/lance-reaper/reaper/internal/ledger"
-	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/metrics"
-	"github.com/lance-reaper/reaper/internal/objstore"
-	"github.com/lance-reaper/reaper/internal/objstore/retry"
-	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
 )
@@ -139,9 +135,9 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 	return cfg, nil
 }
 
-// newRuntime loads the configuration and wires the worker. Every store it
-// opens (roots, discovery, the audit ledger) comes from stack.Open with the
-// pass's request counter, pacer, metrics and tracer.
+// newRuntime loads the configuration and builds the pass with
+// assembly.New, as reaper.PurgeRoots does, with the CLI's request counter,
+// metrics, tracer and test seams.
 func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, error) {
 	cfg, err := loadConfig(so, f)
 	if err != nil {
@@ -175,51 +171,25 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	tp, shutdown := metrics.SetupTracing(ctx, metrics.TracingOptions{ServiceName: "reaper", Version: version, Logger: log})
 	rt := &runtime{cfg: cfg, log: log, registry: reg, metrics: m, tracerTP: tp, shutdown: shutdown, flags: f,
 		counter: metrics.NewRequestCounter(nil, m)}
-	stackOpts := stack.Options{
-		Transport:       rt.counter,
-		WrapBackend:     so.wrapStore,
-		Pacer:           retry.NewPacer(cfg.Limits.RequestsPerSecond),
-		Unpaced:         lifecycle.IsLockKey,
-		RetryMaxElapsed: cfg.Limits.RetryMaxElapsed.D(),
-		Logger:          log,
-		Metrics:         m,
-		TracerProvider:  tp,
-	}
-	open := func(ctx context.Context, r roots.Root) (objstore.Store, error) {
-		return stack.Open(ctx, r.URI, r.StorageOptions, stackOpts)
-	}
-	// The test seam moves the roots' clock only, as it always did.
-	auxOpts := stackOpts
-	auxOpts.WrapBackend = nil
-	rt.worker = &worker.Worker{
+	host, _ := os.Hostname()
+	parts, err := assembly.New(ctx, assembly.Options{
 		Config: cfg,
-		Open:   open,
-		Roots: func(ctx context.Context) ([]roots.Root, error) {
-			rs, err := roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
-				return stack.Open(ctx, uri, opts, auxOpts)
-			})
-			if cfg.Shard.Count > 1 {
-				rs = roots.Assign(rs, cfg.Shard.Index, cfg.Shard.Count)
-			}
-			return rs, err
+		Stack: stack.Options{
+			Transport:      rt.counter,
+			Logger:         log,
+			Metrics:        m,
+			TracerProvider: tp,
 		},
-		Observer: worker.MetricsObserver{M: m},
-		Logger:   log,
-		Tracer:   tp.Tracer("github.com/lance-reaper/reaper"),
-		Now:      so.Now,
-		Owner:    worker.DefaultOwner(),
-		Version:  version,
+		WrapRoot:   so.wrapStore,
+		WrapLedger: so.wrapLedger,
+		Version:    version,
+		Host:       host,
+		Now:        so.Now,
+	})
+	if err != nil {
+		return nil, asUsage(err)
 	}
-	if loc := cfg.Audit.Location; loc != "" {
-		ledgerOpts := auxOpts
-		ledgerOpts.WrapBackend = so.wrapLedger
-		ls, err := ledger.OpenLocation(ctx, loc, cfg.Audit.StorageOptions, ledgerOpts)
-		if err != nil {
-			return nil, usagef("audit.location %s: %w", loc, err)
-		}
-		host, _ := os.Hostname()
-		rt.worker.Ledger = worker.NewLedger(ls, log, version, host)
-	}
+	rt.worker = parts.Purger()
 	return rt, nil
 }
 
