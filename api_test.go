@@ -119,6 +119,7 @@ func TestConstantsAreTheEngines(t *testing.T) {
 	require.Equal(t, lifecycle.DefaultTTL, DefaultTTL)
 	require.Equal(t, lifecycle.DefaultSkewAllowance, DefaultSkewAllowance)
 	require.Equal(t, lifecycle.DefaultLeaseTTL, DefaultLeaseTTL)
+	require.Equal(t, lifecycle.DefaultMinTTL, DefaultMinTTL)
 	for pub, in := range map[State]lifecycle.State{
 		StateExists: lifecycle.StateExists, StateSoftDeleted: lifecycle.StateSoftDeleted, StatePurging: lifecycle.StatePurging,
 		StatePartiallyPurged: lifecycle.StatePartiallyPurged, StateStuck: lifecycle.StateStuck, StateNotATable: lifecycle.StateNotATable,

@@ -62,7 +62,9 @@ func Example() {
 	fmt.Println("too early:", errors.Is(err, reaper.ErrNotPurgeable), errors.As(err, &nd))
 
 	waitDue(ctx, ns, "events") // the 50ms pass
-	res, err := ns.Purge(ctx, "events", reaper.PurgeOptions{})
+	// 50ms is below the TTL floor (DefaultMinTTL, 1h) a purge applies
+	// unless told otherwise.
+	res, err := ns.Purge(ctx, "events", reaper.PurgeOptions{AllowShortTTL: true})
 	if err != nil {
 		panic(err)
 	}
@@ -268,7 +270,8 @@ func ExampleNamespace_Purge() {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute) // the caller's limit
 	defer cancel()
 	res, err := ns.Purge(ctx, "events", reaper.PurgeOptions{
-		Progress: func(objects, bytes int64) { fmt.Println("deleted so far:", objects, "objects") },
+		AllowShortTTL: true, // 10ms is below the TTL floor (DefaultMinTTL)
+		Progress:      func(objects, bytes int64) { fmt.Println("deleted so far:", objects, "objects") },
 	})
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		fmt.Println("stopped; a later purge finishes it")
@@ -306,7 +309,7 @@ func ExampleNamespace_Hold() {
 	if err := ns.Release(ctx, "ledger"); err != nil {
 		panic(err)
 	}
-	res, err := ns.Purge(ctx, "ledger", reaper.PurgeOptions{})
+	res, err := ns.Purge(ctx, "ledger", reaper.PurgeOptions{AllowShortTTL: true}) // 10ms: below the TTL floor
 	if err != nil {
 		panic(err)
 	}

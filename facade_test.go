@@ -105,7 +105,7 @@ func TestPurgeProgressAndCancellation(t *testing.T) {
 			defer cancel()
 			var mu sync.Mutex
 			var seen []int64
-			_, err := ns.Purge(ctx, "events", reaper.PurgeOptions{Progress: func(objects, _ int64) {
+			_, err := ns.Purge(ctx, "events", reaper.PurgeOptions{AllowShortTTL: true, Progress: func(objects, _ int64) {
 				mu.Lock()
 				defer mu.Unlock()
 				seen = append(seen, objects)
@@ -120,7 +120,7 @@ func TestPurgeProgressAndCancellation(t *testing.T) {
 			require.NoError(t, err)
 			require.Contains(t, []reaper.State{reaper.StateSoftDeleted, reaper.StatePartiallyPurged}, st[0].State)
 
-			res, err := ns.Purge(context.Background(), "events", reaper.PurgeOptions{})
+			res, err := ns.Purge(context.Background(), "events", reaper.PurgeOptions{AllowShortTTL: true})
 			require.NoError(t, err)
 			require.Equal(t, reaper.OutcomePurged, res.Outcome)
 			require.Equal(t, files, first+res.Objects, "the second purge deleted exactly what the first left")
@@ -172,10 +172,11 @@ func TestTypedErrors(t *testing.T) {
 			s := r.Open(t)
 			_, err = s.Put(ctx, "_reaper/PAUSE", []byte("incident 7"))
 			require.NoError(t, err)
-			_, err = ns.Purge(ctx, "held", reaper.PurgeOptions{})
+			// dropDue's 1ms TTL is below the TTL floor.
+			_, err = ns.Purge(ctx, "held", reaper.PurgeOptions{AllowShortTTL: true})
 			require.ErrorIs(t, err, reaper.ErrPaused)
 			require.NoError(t, s.Delete(ctx, "_reaper/PAUSE"))
-			res, err := ns.Purge(ctx, "held", reaper.PurgeOptions{})
+			res, err := ns.Purge(ctx, "held", reaper.PurgeOptions{AllowShortTTL: true})
 			require.NoError(t, err)
 			require.Equal(t, reaper.OutcomePurged, res.Outcome)
 		}

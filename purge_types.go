@@ -36,6 +36,19 @@ type PurgeOptions struct {
 	// batches), leaving the commit and the marker so the next purge
 	// continues (Outcome partial). 0 = no limit.
 	MaxObjects int64
+	// MinTTL is the TTL floor: a table whose marker's TTL is below it is
+	// kept (ErrShortTTL, nothing deleted), as `reaper purge` keeps it
+	// (short_ttl). Zero means DefaultMinTTL (1h).
+	MinTTL time.Duration
+	// AllowShortTTL lifts the floor: purge whatever the TTL, as
+	// `reaper purge --allow-short-ttl`.
+	AllowShortTTL bool
+	// AfterWalk, when set, is called once the table has been walked and
+	// its identity checked, with the objects and bytes the purge would
+	// delete (on a dry run too), before anything is recorded, committed or
+	// deleted; not for a purge that had committed already. Its error keeps
+	// the table, nothing deleted: a service's own rule by size goes here.
+	AfterWalk func(ctx context.Context, objects, bytes int64) error
 	// BeforeCommit, when set, is called once under the lease, before the
 	// purge commits (deletes anything), with the objects and bytes it is
 	// about to delete: record the intent in an audit trail there. Its error
@@ -46,7 +59,10 @@ type PurgeOptions struct {
 func (o PurgeOptions) internal() lifecycle.PurgeOptions {
 	out := lifecycle.PurgeOptions{DryRun: o.DryRun, Progress: o.Progress, Walked: o.Walked,
 		DeleteConcurrency: o.DeleteConcurrency, MaxDeleteConcurrency: o.MaxDeleteConcurrency,
-		MaxObjects: o.MaxObjects, BeforeCommit: o.BeforeCommit}
+		MaxObjects: o.MaxObjects, BeforeCommit: o.BeforeCommit, MinTTL: o.MinTTL, AfterWalk: o.AfterWalk}
+	if o.AllowShortTTL {
+		out.MinTTL = 0
+	}
 	if o.Planned != nil {
 		p := o.Planned.internal()
 		out.Planned = &p

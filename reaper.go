@@ -54,7 +54,7 @@
 // below (ErrNotFound, ErrAlreadyDeleted, ErrNotSoftDeleted, ErrNotPurgeable,
 // ErrInvalidMarker, ErrConflict, ErrInvalidName, ErrLocked, ErrHeld,
 // ErrPaused, ErrPartiallyPurged, ErrNotATable, ErrLeaseLost, ErrStuck,
-// ErrUndeletableKey), and with errors.As for the details: *NotDueError
+// ErrUndeletableKey, ErrShortTTL), and with errors.As for the details: *NotDueError
 // (when the table becomes due), *ConflictError (what changed), *StuckError
 // (what a person must do) and *LockedError (who holds the lease).
 // A cancelled context stops any call; errors.Is(err, context.Canceled) then.
@@ -118,6 +118,9 @@ var (
 	// Namespace fails the same way. Open the root again to work on what it
 	// names now.
 	ErrRootChanged = objstore.ErrRootChanged
+	// ErrShortTTL: Purge kept a table whose marker's TTL is below the TTL
+	// floor (PurgeOptions.MinTTL, DefaultMinTTL); nothing was deleted.
+	ErrShortTTL = lifecycle.ErrShortTTL
 )
 
 // Defaults of Options.
@@ -130,6 +133,10 @@ const (
 	DefaultSkewAllowance = 5 * time.Minute
 	// DefaultLeaseTTL is the length of a table's lease.
 	DefaultLeaseTTL = 2 * time.Minute
+	// DefaultMinTTL is the TTL floor of a purge (safety.min_ttl): a marker
+	// whose TTL is below it is not purged unless asked
+	// (PurgeOptions.AllowShortTTL, PassOptions' safety.allow_short_ttl).
+	DefaultMinTTL = time.Hour
 )
 
 // Options configure Open. The zero value is ready to use.
@@ -299,12 +306,19 @@ func (n *Namespace) PlanPurge(ctx context.Context, now time.Time, names ...strin
 // batch with the running totals. Cancelling ctx stops the purge before its
 // next request; the error then wraps context.Canceled and the table stays
 // soft_deleted or partially_purged, and a later Purge finishes it.
+//
+// Purge applies the CLI's TTL floor: a table whose marker's TTL is below
+// opts.MinTTL (DefaultMinTTL, 1h, when zero) is kept with an error
+// wrapping ErrShortTTL, nothing deleted, unless opts.AllowShortTTL. A
+// purge that had committed is finished, and a marker with no data left
+// removed, whatever its TTL.
 func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (PurgeResult, error) {
 	// Zero concurrency means the CLI's defaults (limits.delete_concurrency
 	// and limits.max_delete_concurrency), not one batch at a time.
 	d := config.Default().Limits
 	opts.DeleteConcurrency = cmp.Or(opts.DeleteConcurrency, d.DeleteConcurrency)
 	opts.MaxDeleteConcurrency = cmp.Or(opts.MaxDeleteConcurrency, d.MaxDeleteConcurrency)
+	opts.MinTTL = cmp.Or(opts.MinTTL, lifecycle.DefaultMinTTL)
 	res, err := n.ns.Purge(ctx, name, opts.internal())
 	return purgeResultOf(res), exported(err)
 }

@@ -82,6 +82,14 @@ type TableStatus struct {
 // a committed purge, which can only be finished.
 func (s TableStatus) Due(now time.Time) bool { return s.internal().Due(now) }
 
+// BelowTTLFloor reports whether a purge keeps the table for its short TTL
+// with floor as the minimum TTL (ErrShortTTL, short_ttl): it has a marker
+// whose TTL is below floor, its purge has not committed and it is not an
+// orphan marker.
+func (s TableStatus) BelowTTLFloor(floor time.Duration) bool {
+	return lifecycle.BelowTTLFloor(s.internal(), floor)
+}
+
 // Marker is a parsed <name>.deleted marker: {"deleted_at_ms":…,"ttl_ms":…}.
 type Marker struct {
 	// DeletedAtMs is the Unix epoch time of the drop in milliseconds, by the

@@ -32,11 +32,8 @@ func (g globalOptions) ttlFloor() (time.Duration, error) {
 	return c.Safety.MinTTL.D(), nil
 }
 
-// belowFloor reports whether purge's short_ttl rail keeps s: a committed
-// purge and an orphan marker pass it whatever their TTL (worker/rails.go).
-func belowFloor(s reaper.TableStatus, floor time.Duration) bool {
-	return s.Marker != nil && s.TTL < floor && s.Commit == nil && s.State != reaper.StateOrphanMarker
-}
+// belowFloor reports whether purge's short_ttl rail keeps s.
+func belowFloor(s reaper.TableStatus, floor time.Duration) bool { return s.BelowTTLFloor(floor) }
 
 // shortTTLWarning is what drop and status say about a TTL below the floor.
 func shortTTLWarning(ttl, floor time.Duration) string {

@@ -35,7 +35,7 @@ func Default() Config {
 			RetryMaxElapsed:      Duration(retry.DefaultMaxElapsed),
 		},
 		Safety: Safety{
-			MinTTL:        Duration(time.Hour),
+			MinTTL:        Duration(lifecycle.DefaultMinTTL),
 			AllowShortTTL: false,
 			// 0 tables = no cap on the count; 50 percent: a pass refuses a
 			// root when more than half of its tables are due at once.

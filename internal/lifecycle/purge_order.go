@@ -54,6 +54,17 @@ type PurgeOptions struct {
 	// batches), leaving the commit and the marker so the next purge
 	// continues: one huge table cannot hold a pass forever. 0 = no limit.
 	MaxObjects int64
+	// MinTTL is the TTL floor (ttl_floor.go): a table whose marker's TTL is
+	// below it is kept (ErrShortTTL), checked once the walk has found data
+	// to protect. 0 = no floor: a pass applies its own as a rail.
+	MinTTL time.Duration
+	// AfterWalk, when set, is called once the identity fence's walk has
+	// counted what the purge would delete (on a dry run too), before the
+	// intent, the guard and the commit; not for a purge that had committed
+	// already, which is finished whatever. Its error stops the purge with
+	// nothing committed or deleted: a pass's rails that need the table's
+	// size hold it back here (worker/rails.go).
+	AfterWalk func(ctx context.Context, objects, bytes int64) error
 	// BeforeCommit, when set, is called once per purge under the lease,
 	// after the identity fence's walk and before the guard and the purge
 	// commit (step 4), with the objects and bytes the purge is about to
@@ -105,6 +116,8 @@ const (
 //     object modified after the drop means a writer that ignores our lock
 //     has been there: stop with a conflict, having touched nothing; an
 //     object whose name the store cannot delete refuses the table too;
+//     then the checks that need the walk's count (the TTL floor,
+//     PurgeOptions.AfterWalk) may keep the table, touched by nothing;
 //  4. record the intent (PurgeOptions.BeforeCommit; its error stops the
 //     purge here), guard (lease read back, marker unchanged, no hold, no
 //     PAUSE), then write the purge commit: from here the table can only be
@@ -154,7 +167,7 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 		if err := ns.checkIsTable(ctx, name); err != nil {
 			return res, fmt.Errorf("purge %q: %w", name, err)
 		}
-		return ns.dryRun(ctx, name, m, mobj, res)
+		return ns.dryRun(ctx, name, st, mobj, res, opts)
 	}
 
 	err = ns.underLease(ctx, "purge", name, &res.Lease, func(lctx context.Context, lease *lock.Lease) error {
@@ -166,12 +179,13 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 }
 
 // dryRun checks the hold and the identity fence and counts what a purge
-// would delete; it takes no lease and writes nothing.
-func (ns *Namespace) dryRun(ctx context.Context, name string, m Marker, mobj objstore.Object, res PurgeResult) (PurgeResult, error) {
+// would delete, then asks the TTL floor and AfterWalk as a purge would; it
+// takes no lease and writes nothing. st is the judged marker.
+func (ns *Namespace) dryRun(ctx context.Context, name string, st TableStatus, mobj objstore.Object, res PurgeResult, opts PurgeOptions) (PurgeResult, error) {
 	if err := ns.checkHold(ctx, name); err != nil {
 		return res, err
 	}
-	fence := ns.fence(m, mobj)
+	fence := ns.fence(*st.Marker, mobj)
 	err := ns.walkTable(ctx, name, func(o objstore.Object) error {
 		if err := fence(o); err != nil {
 			return err
@@ -183,8 +197,31 @@ func (ns *Namespace) dryRun(ctx context.Context, name string, m Marker, mobj obj
 		res.Bytes += o.Size
 		return nil
 	})
+	if err == nil {
+		if err = ns.afterWalk(ctx, name, st, res.Objects, res.Bytes, opts); err != nil {
+			res.Objects, res.Bytes = 0, 0 // kept: nothing would be deleted
+		}
+	}
 	res.Outcome = OutcomeDryRun
 	return res, untouched(err)
+}
+
+// afterWalk runs the checks that need the walk's count, before anything
+// is recorded or committed: the TTL floor, then opts.AfterWalk. st is the
+// judged marker; a committed purge passes both.
+func (ns *Namespace) afterWalk(ctx context.Context, name string, st TableStatus, objects, bytes int64, opts PurgeOptions) error {
+	if st.Commit != nil {
+		return nil
+	}
+	if err := checkTTLFloor(name, st, objects, opts.MinTTL); err != nil {
+		return err
+	}
+	if opts.AfterWalk != nil {
+		if err := opts.AfterWalk(ctx, objects, bytes); err != nil {
+			return fmt.Errorf("purge %q: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // untouched says of a conflict found before anything was deleted that
@@ -292,6 +329,10 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		return res, &ConflictError{Name: name, Reason: "the plan saw no data (an orphan marker, exempt from the TTL floor and the blast radius) and the walk found some: the next pass plans the table again; nothing was deleted"}
 	}
 
+	// The rails that need the walk's count (ttl_floor.go, AfterWalk).
+	if err := ns.afterWalk(ctx, name, st, int64(manifests.n+rest.n), manifests.size+rest.size, opts); err != nil {
+		return res, err
+	}
 	// 4. The intent, then the guard, then the commit. The intent comes
 	// first so the guard's reads stay next to the commit.
 	if opts.BeforeCommit != nil {

@@ -34,6 +34,13 @@ var startRails = []startRail{
 	{outcome.ReasonLimit, budgetRail}, // last: it spends the budget
 }
 
+// walkRails run once a table's purge has walked it (lifecycle's identity
+// fence), before anything is recorded, committed or deleted: what they
+// judge is the table's size. The first that holds the table back decides
+// it; nothing of it was touched. A purge that had committed already is
+// finished without them (lifecycle.PurgeOptions.AfterWalk).
+var walkRails = []walkRail{}
+
 // rootRail holds back due tables of one root.
 type rootRail struct {
 	reason outcome.Reason
@@ -50,6 +57,14 @@ type startRail struct {
 	// hold returns why the table must not start now, or "" to let it
 	// through; it may fill t with what it grants.
 	hold func(ctx context.Context, p *pass, t *ticket) string
+}
+
+// walkRail holds back one walked table.
+type walkRail struct {
+	reason outcome.Reason
+	// hold returns why the table must not be purged, or "" to let it
+	// through; objects and bytes are what the purge would delete.
+	hold func(p *pass, s lifecycle.TableStatus, objects, bytes int64) string
 }
 
 // railContext is what the root rails see.
@@ -108,15 +123,34 @@ func applyStartRails(ctx context.Context, p *pass, t *ticket) (Decision, bool) {
 	return Decision{}, false
 }
 
+// heldAfterWalk is the error a walk rail stops a purge with.
+type heldAfterWalk struct {
+	reason outcome.Reason
+	why    string
+}
+
+func (h *heldAfterWalk) Error() string { return h.why }
+
+// applyWalkRails is the purge's AfterWalk hook for s: the first walk rail
+// that holds the table back stops its purge.
+func applyWalkRails(p *pass, s lifecycle.TableStatus) func(ctx context.Context, objects, bytes int64) error {
+	return func(_ context.Context, objects, bytes int64) error {
+		for _, r := range walkRails {
+			if why := r.hold(p, s, objects, bytes); why != "" {
+				return &heldAfterWalk{reason: r.reason, why: why}
+			}
+		}
+		return nil
+	}
+}
+
 // shortTTLRail skips markers whose TTL is below safety.min_ttl unless
-// safety.allow_short_ttl. A committed purge is finished whatever the
-// rails say: it passed them when it committed, and the table is partly
-// gone; an orphan marker has no data left to protect.
+// safety.allow_short_ttl: lifecycle.BelowTTLFloor says which.
 func shortTTLRail(rc *railContext, due *dueList) (*dueList, []Decision, *Decision) {
 	var held []Decision
 	floor := rc.safety.MinTTL.D()
 	kept := due.filter(func(s lifecycle.TableStatus) bool {
-		if s.TTL < floor && !rc.safety.AllowShortTTL && s.State != lifecycle.StateOrphanMarker && s.Commit == nil {
+		if !rc.safety.AllowShortTTL && lifecycle.BelowTTLFloor(s, floor) {
 			held = append(held, Decision{Table: s.Name, Action: outcome.Skipped, Status: s,
 				Detail: fmt.Sprintf("ttl %s is below safety.min_ttl %s; pass --allow-short-ttl or set safety.allow_short_ttl to purge it", s.TTL, floor)})
 			return false

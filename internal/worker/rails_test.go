@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/outcome"
@@ -230,4 +231,45 @@ func (b *blockDeletes) DeleteBatch(ctx context.Context, keys []string) error {
 	}
 	<-ctx.Done()
 	return fmt.Errorf("delete %s: %w", keys[0], ctx.Err())
+}
+
+// A walk rail judges a table by what its purge's walk found, before
+// anything is committed or deleted: one entry in walkRails holds back the
+// tables it names, on a dry run too, and the others are purged.
+func TestWalkRails(t *testing.T) {
+	saved := walkRails
+	t.Cleanup(func() { walkRails = saved })
+	walkRails = []walkRail{{outcome.ReasonLimit, func(_ *pass, _ lifecycle.TableStatus, objects, bytes int64) string {
+		if objects > 3 {
+			return fmt.Sprintf("%d objects, %d bytes: too many for this test", objects, bytes)
+		}
+		return ""
+	}}}
+	for _, dry := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dry run %v", dry), func(t *testing.T) {
+			f := newFixture(t, objstoretest.Local, 1)
+			f.table(0, "small", 1, 1, day)
+			f.table(0, "big", 6, 1, day)
+			before := f.keys(0, "big.lance/")
+			cfg := baseConfig()
+			cfg.DryRun = dry
+			rep, err := f.worker(cfg, 4*day).Pass(context.Background(), nil)
+			require.NoError(t, err)
+			want := map[string]string{"small": "purged/due", "big": "skipped/limit"}
+			if dry {
+				want["small"] = "dry_run/due"
+			}
+			require.Equal(t, want, byTable(rep, 0))
+			require.Equal(t, before, f.keys(0, "big.lance/"), "the held table is untouched")
+			for d := range rep.Roots[0].All() {
+				if d.Table == "big" {
+					require.Contains(t, d.Detail, "too many for this test")
+					require.Zero(t, d.Objects)
+					require.NoError(t, d.Err)
+				}
+			}
+			_, err = f.store(0).Head(context.Background(), lifecycle.CommitKey("big"))
+			require.ErrorIs(t, err, objstore.ErrNotFound, "no purge commit")
+		})
+	}
 }

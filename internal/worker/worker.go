@@ -397,6 +397,7 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, root strin
 		Walked: func(objects, bytes int64) {
 			report(func(pr *Progress) { pr.TotalObjects, pr.TotalBytes = objects, bytes })
 		},
+		AfterWalk: applyWalkRails(p, s),
 		// No destruction without an audit record: the journal holds the
 		// intent before the purge commits.
 		BeforeCommit: func(ctx context.Context, objects, bytes int64) error {
@@ -408,6 +409,11 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, root strin
 	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)
+	if held := (*heldAfterWalk)(nil); errors.As(err, &held) {
+		// Nothing was deleted; the walk's count is what was judged.
+		d.Action, d.Reason, d.Detail, d.Objects, d.Bytes = outcome.Skipped, held.reason, held.why, 0, 0
+		err = nil
+	}
 	if p.rep.DryRun && d.Action != outcome.DryRun {
 		// A dry run that stopped (a conflict, a hold) had counted what it
 		// walked; nothing was deleted, and the ledger and metrics must not
