@@ -16,7 +16,7 @@ import (
 // Context carries it, and every backend asks Allow immediately before each
 // mutating request.
 type Lease struct {
-	c   config
+	c   locker
 	key string
 
 	ctx    context.Context
@@ -44,7 +44,7 @@ var _ objstore.Fence = (*Lease)(nil)
 // and launches its renewer and deadline watcher. The goroutines run on a
 // context detached from ctx so a caller that cancels its work still holds
 // the lease until it calls Release.
-func (c *config) start(ctx context.Context, key string, info Info, etag string, sent time.Time, event string) *Lease {
+func (c *locker) start(ctx context.Context, key string, info Info, etag string, sent time.Time, event string) *Lease {
 	l := &Lease{c: c.clone(), key: key, info: info, etag: etag, deadline: c.deadlineAfter(sent),
 		logCtx: context.WithoutCancel(ctx)}
 	work, cancel := context.WithCancelCause(ctx)
@@ -58,14 +58,14 @@ func (c *config) start(ctx context.Context, key string, info Info, etag string, 
 	return l
 }
 
-func (c *config) clone() config { return *c }
+func (c *locker) clone() locker { return *c }
 
 // deadlineAfter is the holder's last instant for mutating requests after a
 // lease write sent at sent: the store stamped the write no earlier than
 // that, and no contender takes over before TTL (plus resolution and skew)
 // after the stamp; Margin leaves room for a request already in flight
 // (at most RequestTimeout).
-func (c *config) deadlineAfter(sent time.Time) time.Time {
+func (c *locker) deadlineAfter(sent time.Time) time.Time {
 	return sent.Add(c.ttl - c.margin)
 }
 

@@ -389,7 +389,7 @@ func TestLockerConfig(t *testing.T) {
 		})
 	}
 
-	c, err := (&Locker{Store: s}).config()
+	c, err := (&Locker{Store: s}).locker()
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Minute, c.ttl)
 	require.Equal(t, 40*time.Second, c.renewInterval)

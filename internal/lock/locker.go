@@ -72,8 +72,9 @@ type Locker struct {
 	Logger *slog.Logger
 }
 
-// config is a Locker with defaults filled in, so a Lease never sees zeros.
-type config struct {
+// locker is a Locker with its defaults filled in, so a Lease never sees
+// zeros: it acquires, and each Lease keeps a copy to renew and release.
+type locker struct {
 	store          objstore.Store
 	owner          string
 	ttl            time.Duration
@@ -85,8 +86,8 @@ type config struct {
 	log            *slog.Logger
 }
 
-func (l *Locker) config() (config, error) {
-	c := config{
+func (l *Locker) locker() (locker, error) {
+	c := locker{
 		store: l.Store, owner: l.Owner, ttl: l.TTL, renewInterval: l.RenewInterval,
 		margin: l.Margin, requestTimeout: l.RequestTimeout, skew: l.SkewAllowance, clock: l.Clock, log: l.Logger,
 	}
@@ -141,13 +142,13 @@ func (l *Locker) config() (config, error) {
 
 // elapsed reads the holder's clock without its monotonic reading (a
 // CLOCK_BOOTTIME reading has none; an injected clock may).
-func (c *config) elapsed() time.Time {
+func (c *locker) elapsed() time.Time {
 	return c.clock().Round(0)
 }
 
 // newInfo builds the lease a fresh holding writes when the store's clock
 // reads storeNow.
-func (c *config) newInfo(storeNow time.Time, generation int64) (Info, error) {
+func (c *locker) newInfo(storeNow time.Time, generation int64) (Info, error) {
 	token, err := randomHex(16)
 	if err != nil {
 		return Info{}, err
@@ -163,7 +164,7 @@ func (c *config) newInfo(storeNow time.Time, generation int64) (Info, error) {
 // holder. The returned Lease renews itself until Release or loss; always call
 // Release. Its Context derives from ctx and carries the lease's fence.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
-	c, err := l.config()
+	c, err := l.locker()
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ var errRetry = errors.New("retry acquire")
 
 // tryAcquire makes one attempt: create the lease, or take over one whose
 // TTL and skew allowance have passed by the store's clock.
-func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
+func (c *locker) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 	storeNow, err := c.store.Now(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire lock %q: read the store's clock: %w", key, err)
@@ -248,7 +249,7 @@ func (c *config) tryAcquire(ctx context.Context, key string) (*Lease, error) {
 
 // lostTakeover reports the rival that beat us to an expired lease, naming the
 // new holder when it can be read.
-func (c *config) lostTakeover(ctx context.Context, key string, old Info) error {
+func (c *locker) lostTakeover(ctx context.Context, key string, old Info) error {
 	data, cur, err := c.store.Get(ctx, key, MaxLeaseBytes)
 	if err == nil {
 		if holder, perr := Parse(data); perr == nil {
@@ -263,7 +264,7 @@ func (c *config) lostTakeover(ctx context.Context, key string, old Info) error {
 // still have been applied, so re-read and compare the token. If the lease is
 // ours we hold it (its deadline counted from before the write was sent); if
 // the caller has given up meanwhile, give it back.
-func (c *config) landed(ctx context.Context, key, token string, sent time.Time, writeErr error) (*Lease, error) {
+func (c *locker) landed(ctx context.Context, key, token string, sent time.Time, writeErr error) (*Lease, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	data, obj, err := c.store.Get(rctx, key, MaxLeaseBytes)
