@@ -29,8 +29,9 @@ var pushgatewayMetrics = []string{"push_time_seconds", "push_failure_time_second
 // openLabels take values reaper does not create up front (root URIs, HTTP
 // status codes, S3 operations seen on the wire): any value matches.
 var openLabels = map[string][]string{
-	"":                              {"root"},
-	"reaper_s3_http_requests_total": {"code", "operation"},
+	"":                                 {"root"},
+	"reaper_s3_http_requests_total":    {"code", "operation"},
+	"reaper_store_http_requests_total": {"backend", "code", "operation"},
 }
 
 func isOpen(family, label string) bool {

@@ -51,22 +51,8 @@ const (
 	CodeError        = "error"
 )
 
-// S3 operations for reaper_s3_http_requests_total{operation,code}, as
-// RequestCounter classifies them.
-const (
-	S3ListObjectsV2 = "ListObjectsV2"
-	S3GetObject     = "GetObject"
-	S3HeadObject    = "HeadObject"
-	S3PutObject     = "PutObject"
-	S3DeleteObject  = "DeleteObject"
-	S3DeleteObjects = "DeleteObjects"
-	S3CreateBucket  = "CreateBucket"
-	S3Other         = "other"
-)
-
 var (
-	tableStates  = []string{StateLive, StateSoftDeleted, StateDue, StateOverdue, StateOrphanMarker, StateInvalidMarker, StateHeld}
-	storeOps     = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
-	storeCodes   = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
-	s3Operations = []string{S3ListObjectsV2, S3GetObject, S3HeadObject, S3PutObject, S3DeleteObject, S3DeleteObjects, S3CreateBucket, S3Other}
+	tableStates = []string{StateLive, StateSoftDeleted, StateDue, StateOverdue, StateOrphanMarker, StateInvalidMarker, StateHeld}
+	storeOps    = []string{OpList, OpWalk, OpGet, OpHead, OpPut, OpPutIfAbsent, OpPutIfMatch, OpDelete, OpDeleteIfMatch, OpDeleteBatch}
+	storeCodes  = []string{CodeOK, CodeNotFound, CodePrecondition, CodeCanceled, CodeError}
 )

@@ -22,6 +22,7 @@
 //	skipped_total{reason}                      not_due, locked, held, short_ttl, limit
 //	ledger_write_failures_total                audit ledger writes that failed (each fails its pass)
 //	s3_http_requests_total{operation,code}     RequestCounter; code is the HTTP status or "error"
+//	store_http_requests_total{backend,operation,code}  RequestCounter.ForBackend; operation in the backend's words
 //	build_info{version,go_version}             always 1
 //	retention_tables_total{result}             live tables version retention visited (RetentionResults)
 //	retention_versions_removed_total           versions whose manifests retention deleted
@@ -85,8 +86,16 @@ type Metrics struct {
 	skipped         *prometheus.CounterVec
 	ledgerFailures  prometheus.Counter
 	s3Requests      *prometheus.CounterVec
-	buildInfo       *prometheus.GaugeVec
-	retention       retention
+	// storeHTTPRequests counts what s3Requests counts, for every HTTP
+	// backend, by the backend's own operation names.
+	storeHTTPRequests *prometheus.CounterVec
+	buildInfo         *prometheus.GaugeVec
+	retention         retention
+
+	// all is every metric above, in declaration order; adoptFrom is the
+	// registry NewShared adopts them from.
+	all       []prometheus.Collector
+	adoptFrom prometheus.Registerer
 
 	// mu guards the per-root state behind the aggregated gauges.
 	mu         sync.Mutex
@@ -109,101 +118,115 @@ func RequestDurationBuckets() []float64 {
 // prometheus.MustRegister, it panics when reg already holds reaper metrics:
 // that is a wiring bug, not a runtime condition.
 func New(reg prometheus.Registerer, opts Options) *Metrics {
-	m := &Metrics{
-		opts:       opts,
-		rootTables: make(map[string]map[string]int),
-		rootOldest: make(map[string]time.Time),
-		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "passes_total",
-			Help: "Purge passes finished, by result (" + join(outcome.Results()) + ").",
-		}, []string{"result"}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "last_success_timestamp_seconds",
-			Help: "Unix time at which the last fully successful purge pass finished.",
-		}),
-		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "pass_duration_seconds",
-			Help:    "Duration of purge passes, of any result.",
-			Buckets: PassDurationBuckets(),
-		}),
-		tablesPurged: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "tables_purged_total",
-			Help: "Soft-deleted tables whose data was removed completely.",
-		}),
-		purgeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "purge_failures_total",
-			Help: "Tables that failed, by reason (" + join(outcome.FailureReasons()) + ").",
-		}, []string{"reason"}),
-		purgeConflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "purge_conflicts_total",
-			Help: "Table purges abandoned because the table changed underneath (restored or re-created).",
-		}),
-		objectsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "objects_deleted_total",
-			Help: "Objects deleted by purges.",
-		}),
-		bytesReclaimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "bytes_reclaimed_total",
-			Help: "Bytes of the objects deleted by purges, as listed before deletion.",
-		}),
-		tables: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "tables",
-			Help: "Tables of each root of the last pass by state, as left by that pass (its scan less the tables it purged); root is empty when per-root labels are off.",
-		}, []string{"root", "state"}),
-		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "oldest_due_marker_timestamp_seconds",
-			Help: "Unix time at which the oldest due marker left by the last pass became due; absent when nothing is due.",
-		}, []string{"root"}),
-		storeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "objstore_requests_total",
-			Help: "Object store calls by operation and code (ok, not_found, precondition, canceled, error); listings count one per page.",
-		}, []string{"op", "code"}),
-		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "objstore_request_duration_seconds",
-			Help:    "Duration of object store calls by operation; listings observe one value per page.",
-			Buckets: RequestDurationBuckets(),
-		}, []string{"op"}),
-		lockAcquisition: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "lock_acquisitions_total",
-			Help: "Lease lock acquisition attempts by result (" + join(outcome.Leases()) + ").",
-		}, []string{"result"}),
-		rootsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "roots_refused_total",
-			Help: "Passes over a root refused before deleting anything, by reason (" + join(outcome.RefusalReasons()) + ").",
-		}, []string{"root", "reason"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "skipped_total",
-			Help: "Tables skipped or held by a pass, by reason (" + join(outcome.SkipReasons()) + ").",
-		}, []string{"reason"}),
-		ledgerFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "ledger_write_failures_total",
-			Help: "Audit ledger writes that failed (a journal record, a pass's file, folding a dead pass's journal); each fails its pass.",
-		}),
-		s3Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "s3_http_requests_total",
-			Help: "HTTP requests sent to S3, by operation and HTTP status code (\"error\" when no response arrived).",
-		}, []string{"operation", "code"}),
-		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "build_info",
-			Help: "Always 1; its labels say which reaper and Go built the process that exported it.",
-		}, []string{"version", "go_version"}),
-		retention: newRetention(),
-	}
-	m.buildInfo.WithLabelValues(cmp.Or(opts.Version, "unknown"), runtime.Version()).Set(1)
-	m.precreate()
+	m := newMetrics(opts, nil)
 	if reg != nil {
-		reg.MustRegister(m.collectors()...)
+		reg.MustRegister(m.all...)
 	}
 	return m
 }
 
-func (m *Metrics) collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{
-		m.passes, m.lastSuccess, m.passDuration, m.tablesPurged, m.purgeFailures,
-		m.purgeConflicts, m.objectsDeleted, m.bytesReclaimed, m.tables, m.oldestDue,
-		m.storeRequests, m.storeDuration, m.lockAcquisition, m.rootsRefused,
-		m.skipped, m.ledgerFailures, m.s3Requests, m.buildInfo,
-	}, m.retention.collectors()...)
+// newMetrics declares every metric, once: each is a field of Metrics and
+// one def here. With adoptFrom set (NewShared), a metric that registry
+// already holds is adopted instead of created anew.
+func newMetrics(opts Options, adoptFrom prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		opts:       opts,
+		rootTables: make(map[string]map[string]int),
+		rootOldest: make(map[string]time.Time),
+		adoptFrom:  adoptFrom,
+	}
+	m.passes = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "passes_total",
+		Help: "Purge passes finished, by result (" + join(outcome.Results()) + ").",
+	}, []string{"result"}))
+	m.lastSuccess = def(m, prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "last_success_timestamp_seconds",
+		Help: "Unix time at which the last fully successful purge pass finished.",
+	}))
+	m.passDuration = def(m, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "pass_duration_seconds",
+		Help:    "Duration of purge passes, of any result.",
+		Buckets: PassDurationBuckets(),
+	}))
+	m.tablesPurged = def(m, prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "tables_purged_total",
+		Help: "Soft-deleted tables whose data was removed completely.",
+	}))
+	m.purgeFailures = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "purge_failures_total",
+		Help: "Tables that failed, by reason (" + join(outcome.FailureReasons()) + ").",
+	}, []string{"reason"}))
+	m.purgeConflicts = def(m, prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "purge_conflicts_total",
+		Help: "Table purges abandoned because the table changed underneath (restored or re-created).",
+	}))
+	m.objectsDeleted = def(m, prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "objects_deleted_total",
+		Help: "Objects deleted by purges.",
+	}))
+	m.bytesReclaimed = def(m, prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "bytes_reclaimed_total",
+		Help: "Bytes of the objects deleted by purges, as listed before deletion.",
+	}))
+	m.tables = def(m, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "tables",
+		Help: "Tables of each root of the last pass by state, as left by that pass (its scan less the tables it purged); root is empty when per-root labels are off.",
+	}, []string{"root", "state"}))
+	m.oldestDue = def(m, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "oldest_due_marker_timestamp_seconds",
+		Help: "Unix time at which the oldest due marker left by the last pass became due; absent when nothing is due.",
+	}, []string{"root"}))
+	m.storeRequests = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "objstore_requests_total",
+		Help: "Object store calls by operation and code (ok, not_found, precondition, canceled, error); listings count one per page.",
+	}, []string{"op", "code"}))
+	m.storeDuration = def(m, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "objstore_request_duration_seconds",
+		Help:    "Duration of object store calls by operation; listings observe one value per page.",
+		Buckets: RequestDurationBuckets(),
+	}, []string{"op"}))
+	m.lockAcquisition = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "lock_acquisitions_total",
+		Help: "Lease lock acquisition attempts by result (" + join(outcome.Leases()) + ").",
+	}, []string{"result"}))
+	m.rootsRefused = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "roots_refused_total",
+		Help: "Passes over a root refused before deleting anything, by reason (" + join(outcome.RefusalReasons()) + ").",
+	}, []string{"root", "reason"}))
+	m.skipped = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "skipped_total",
+		Help: "Tables skipped or held by a pass, by reason (" + join(outcome.SkipReasons()) + ").",
+	}, []string{"reason"}))
+	m.ledgerFailures = def(m, prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "ledger_write_failures_total",
+		Help: "Audit ledger writes that failed (a journal record, a pass's file, folding a dead pass's journal); each fails its pass.",
+	}))
+	m.s3Requests = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "s3_http_requests_total",
+		Help: "HTTP requests sent to S3, by operation and HTTP status code (\"error\" when no response arrived).",
+	}, []string{"operation", "code"}))
+	m.storeHTTPRequests = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "store_http_requests_total",
+		Help: "HTTP requests sent to an object store, by backend (its URI scheme), operation (as the backend's API names it) and HTTP status code (\"error\" when no response arrived).",
+	}, []string{"backend", "operation", "code"}))
+	m.buildInfo = def(m, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "build_info",
+		Help: "Always 1; its labels say which reaper and Go built the process that exported it.",
+	}, []string{"version", "go_version"}))
+	m.retention = newRetention(m)
+	m.buildInfo.WithLabelValues(cmp.Or(opts.Version, "unknown"), runtime.Version()).Set(1)
+	m.precreate()
+	return m
+}
+
+// def records c as one of m's metrics and returns it, or, when m adopts
+// from a registry that already holds c's metric, the one registered there.
+func def[C prometheus.Collector](m *Metrics, c C) C {
+	if m.adoptFrom != nil {
+		c = adopt(m.adoptFrom, c)
+	}
+	m.all = append(m.all, c)
+	return c
 }
 
 // precreate creates the series of every known label value at zero. Per-root
@@ -245,7 +268,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	if m == nil {
 		return nil
 	}
-	return m.collectors()
+	return m.all
 }
 
 // RootLabel is the root label value for root: root itself with per-root

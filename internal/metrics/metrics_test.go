@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	s3op "github.com/lance-reaper/reaper/internal/objstore/s3"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -24,7 +28,33 @@ func exercise(m *Metrics) {
 	m.LedgerWriteFailed(1)
 	m.SetRootTables("s3://bucket/a", map[string]int{StateLive: 4, StateDue: 1})
 	m.SetOldestDueMarker("s3://bucket/a", time.Unix(1600000000, 0))
-	m.s3Requests.WithLabelValues(S3GetObject, "200").Inc()
+	m.s3Requests.WithLabelValues(s3op.OpGetObject, "200").Inc()
+	m.storeHTTPRequests.WithLabelValues("s3", s3op.OpGetObject, "200").Inc()
+}
+
+// The package doc lists every metric, and only those: a metric is declared
+// in newMetrics and nowhere else, so the list is what is checked.
+func TestPackageDocListsEveryMetric(t *testing.T) {
+	src, err := os.ReadFile("metrics.go")
+	require.NoError(t, err)
+	var documented []string
+	for _, line := range strings.Split(string(src), "\n") {
+		if name, ok := strings.CutPrefix(line, "//\t"); ok {
+			documented = append(documented, namespace+"_"+strings.FieldsFunc(name, func(r rune) bool { return r == '{' || r == ' ' })[0])
+		}
+	}
+	var declared []string
+	for _, c := range New(nil, Options{}).Collectors() {
+		ch := make(chan *prometheus.Desc, 1)
+		c.Describe(ch)
+		d := (<-ch).String()
+		_, after, _ := strings.Cut(d, `fqName: "`)
+		name, _, _ := strings.Cut(after, `"`)
+		declared = append(declared, name)
+	}
+	slices.Sort(documented)
+	slices.Sort(declared)
+	require.Equal(t, declared, documented, "metrics.go's package doc against the metrics newMetrics declares")
 }
 
 func TestLintClean(t *testing.T) {

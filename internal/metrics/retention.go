@@ -25,36 +25,25 @@ func RetentionResults() []string {
 		string(outcome.ReasonDeadline), string(outcome.Failed)}
 }
 
-func newRetention() retention {
+func newRetention(m *Metrics) retention {
 	return retention{
-		tables: prometheus.NewCounterVec(prometheus.CounterOpts{
+		tables: def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "retention_tables_total",
 			Help: "Live tables version retention visited, by result (cleaned, dry_run, nothing_to_do, unsupported, held, paused, locked, conflict, shutdown, deadline, failed).",
-		}, []string{"result"}),
-		versions: prometheus.NewCounter(prometheus.CounterOpts{
+		}, []string{"result"})),
+		versions: def(m, prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "retention_versions_removed_total",
 			Help: "Versions of live tables whose manifests version retention deleted.",
-		}),
-		objects: prometheus.NewCounter(prometheus.CounterOpts{
+		})),
+		objects: def(m, prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "retention_objects_deleted_total",
 			Help: "Objects (manifests and the files only removed versions referenced) deleted by version retention.",
-		}),
-		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+		})),
+		bytes: def(m, prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "retention_bytes_reclaimed_total",
 			Help: "Bytes of the objects deleted by version retention, as planned before deletion.",
-		}),
+		})),
 	}
-}
-
-func (r retention) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.tables, r.versions, r.objects, r.bytes}
-}
-
-func (r *retention) adopt(reg prometheus.Registerer) {
-	r.tables = adopt(reg, r.tables)
-	r.versions = adopt(reg, r.versions)
-	r.objects = adopt(reg, r.objects)
-	r.bytes = adopt(reg, r.bytes)
 }
 
 func (r retention) precreate() {

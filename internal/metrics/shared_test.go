@@ -15,7 +15,7 @@ func TestNewShared(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	a := NewShared(reg, Options{})
 	b := NewShared(reg, Options{})
-	ca, cb := a.collectors(), b.collectors()
+	ca, cb := a.Collectors(), b.Collectors()
 	require.Len(t, cb, len(ca))
 	for i := range ca {
 		require.Same(t, ca[i], cb[i], "collector %d not adopted", i)

@@ -3,20 +3,19 @@ package metrics
 import (
 	"maps"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-
 	"github.com/lance-reaper/reaper/internal/objstore"
+	"github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
-// RequestCounter is an http.RoundTripper that counts S3 requests by
+// RequestCounter is an http.RoundTripper that counts HTTP requests by S3
 // operation and status code, in reaper_s3_http_requests_total and in
 // in-memory totals (Counts), so benchmarks can state exactly how many
-// requests a purge sends. Hand it to stack.Options.Transport.
+// requests a purge sends; as a backend's transport (ForBackend, which
+// stack.Open uses) also by the backend's own operation names, in
+// reaper_store_http_requests_total. Hand it to stack.Options.Transport.
 type RequestCounter struct {
 	next http.RoundTripper
 	m    *Metrics
@@ -41,7 +40,13 @@ func NewRequestCounter(next http.RoundTripper, m *Metrics) *RequestCounter {
 // RoundTrip sends req and counts it, also when no response arrives (code
 // "error" in the metric).
 func (c *RequestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := S3Operation(req)
+	resp, _, err := c.send(req)
+	return resp, err
+}
+
+// send sends req, counts it by S3 operation and returns its code.
+func (c *RequestCounter) send(req *http.Request) (*http.Response, string, error) {
+	op := s3.Operation(req)
 	resp, err := c.next.RoundTrip(req)
 	code := "error"
 	if err == nil {
@@ -53,11 +58,37 @@ func (c *RequestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.m != nil {
 		c.m.s3Requests.WithLabelValues(op, code).Inc()
 	}
+	return resp, code, err
+}
+
+// ForBackend is the counter as the transport of one backend's stores: it
+// also counts each request in reaper_store_http_requests_total under the
+// backend's name and the operation operation names (nil: "other").
+func (c *RequestCounter) ForBackend(backend string, operation func(*http.Request) string) http.RoundTripper {
+	return backendCounter{c: c, backend: backend, operation: operation}
+}
+
+// backendCounter is a RequestCounter that knows its backend.
+type backendCounter struct {
+	c         *RequestCounter
+	backend   string
+	operation func(*http.Request) string
+}
+
+func (b backendCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := "other"
+	if b.operation != nil {
+		op = b.operation(req)
+	}
+	resp, code, err := b.c.send(req)
+	if b.c.m != nil {
+		b.c.m.storeHTTPRequests.WithLabelValues(b.backend, op, code).Inc()
+	}
 	return resp, err
 }
 
-// Counts returns a copy of the requests sent so far by operation (the S3*
-// constants), whatever their outcome.
+// Counts returns a copy of the requests sent so far by S3 operation (the
+// s3.Op* constants), whatever their outcome.
 func (c *RequestCounter) Counts() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -80,56 +111,4 @@ func (c *RequestCounter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.counts)
-}
-
-// S3Operation names the S3 operation of req. Requests built by the AWS SDK
-// carry their operation name in the context, which is used when it is one
-// of the S3* constants; anything else the SDK sends is S3Other. Other
-// requests are classified from method, query and path, assuming path-style
-// addressing ("/bucket" or "/bucket/key"): GET with list-type=2 is
-// ListObjectsV2, POST with ?delete is DeleteObjects, PUT on a bare bucket is
-// CreateBucket, plain GET, HEAD, PUT and DELETE on a key are the object
-// operations, and everything else (sub-resources, multipart, copies) is
-// S3Other.
-func S3Operation(req *http.Request) string {
-	if name := awsmiddleware.GetOperationName(req.Context()); name != "" {
-		if slices.Contains(s3Operations, name) {
-			return name
-		}
-		return S3Other
-	}
-	q := req.URL.Query()
-	if req.Method == http.MethodGet && q.Get("list-type") == "2" {
-		return S3ListObjectsV2
-	}
-	if req.Method == http.MethodPost && q.Has("delete") {
-		return S3DeleteObjects
-	}
-	// Any other query parameter is a sub-resource or multipart request,
-	// except the x-id the SDK adds to name the operation.
-	q.Del("x-id")
-	if len(q) > 0 || req.Header.Get("X-Amz-Copy-Source") != "" {
-		return S3Other
-	}
-	path := strings.Trim(req.URL.Path, "/")
-	if path == "" {
-		return S3Other
-	}
-	onKey := strings.Contains(path, "/")
-	switch {
-	case req.Method == http.MethodPut && !onKey:
-		return S3CreateBucket
-	case !onKey:
-		return S3Other
-	case req.Method == http.MethodGet:
-		return S3GetObject
-	case req.Method == http.MethodHead:
-		return S3HeadObject
-	case req.Method == http.MethodPut:
-		return S3PutObject
-	case req.Method == http.MethodDelete:
-		return S3DeleteObject
-	default:
-		return S3Other
-	}
 }

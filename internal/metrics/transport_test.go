@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
+	s3op "github.com/lance-reaper/reaper/internal/objstore/s3"
 )
 
 // fakeS3 answers every request minimally: 404 under /bucket/missing, 204 for
@@ -48,26 +49,26 @@ func TestRequestCounterClassifies(t *testing.T) {
 		method, target, want string
 		header               map[string]string
 	}{
-		{method: "GET", target: "/bucket?list-type=2&prefix=a%2F&delimiter=%2F", want: S3ListObjectsV2},
-		{method: "GET", target: "/bucket/a/b.lance?x-id=GetObject", want: S3GetObject},
-		{method: "GET", target: "/bucket/missing/k", want: S3GetObject},
-		{method: "HEAD", target: "/bucket/a/b", want: S3HeadObject},
-		{method: "PUT", target: "/bucket/a/b?x-id=PutObject", want: S3PutObject},
-		{method: "DELETE", target: "/bucket/a/b", want: S3DeleteObject},
-		{method: "POST", target: "/bucket?delete", want: S3DeleteObjects},
-		{method: "PUT", target: "/bucket", want: S3CreateBucket},
-		{method: "GET", target: "/bucket?location", want: S3Other},
-		{method: "HEAD", target: "/bucket", want: S3Other},
-		{method: "GET", target: "/", want: S3Other},
-		{method: "PUT", target: "/bucket/a/b?partNumber=1&uploadId=x", want: S3Other},
-		{method: "PUT", target: "/bucket/a/c", want: S3Other, header: map[string]string{"X-Amz-Copy-Source": "/bucket/a/b"}},
+		{method: "GET", target: "/bucket?list-type=2&prefix=a%2F&delimiter=%2F", want: s3op.OpListObjectsV2},
+		{method: "GET", target: "/bucket/a/b.lance?x-id=GetObject", want: s3op.OpGetObject},
+		{method: "GET", target: "/bucket/missing/k", want: s3op.OpGetObject},
+		{method: "HEAD", target: "/bucket/a/b", want: s3op.OpHeadObject},
+		{method: "PUT", target: "/bucket/a/b?x-id=PutObject", want: s3op.OpPutObject},
+		{method: "DELETE", target: "/bucket/a/b", want: s3op.OpDeleteObject},
+		{method: "POST", target: "/bucket?delete", want: s3op.OpDeleteObjects},
+		{method: "PUT", target: "/bucket", want: s3op.OpCreateBucket},
+		{method: "GET", target: "/bucket?location", want: s3op.OpOther},
+		{method: "HEAD", target: "/bucket", want: s3op.OpOther},
+		{method: "GET", target: "/", want: s3op.OpOther},
+		{method: "PUT", target: "/bucket/a/b?partNumber=1&uploadId=x", want: s3op.OpOther},
+		{method: "PUT", target: "/bucket/a/c", want: s3op.OpOther, header: map[string]string{"X-Amz-Copy-Source": "/bucket/a/b"}},
 	} {
 		req, err := http.NewRequestWithContext(t.Context(), tc.method, srv.URL+tc.target, nil)
 		require.NoError(t, err)
 		for k, v := range tc.header {
 			req.Header.Set(k, v)
 		}
-		require.Equal(t, tc.want, S3Operation(req), "%s %s", tc.method, tc.target)
+		require.Equal(t, tc.want, s3op.Operation(req), "%s %s", tc.method, tc.target)
 		resp, err := client.Do(req)
 		require.NoError(t, err)
 		require.NoError(t, resp.Body.Close())
@@ -75,16 +76,16 @@ func TestRequestCounterClassifies(t *testing.T) {
 
 	got := rc.Counts()
 	require.Equal(t, map[string]int64{
-		S3ListObjectsV2: 1, S3GetObject: 2, S3HeadObject: 1, S3PutObject: 1, S3DeleteObject: 1,
-		S3DeleteObjects: 1, S3CreateBucket: 1, S3Other: 5,
+		s3op.OpListObjectsV2: 1, s3op.OpGetObject: 2, s3op.OpHeadObject: 1, s3op.OpPutObject: 1, s3op.OpDeleteObject: 1,
+		s3op.OpDeleteObjects: 1, s3op.OpCreateBucket: 1, s3op.OpOther: 5,
 	}, got)
 	require.EqualValues(t, 13, rc.Total())
-	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(S3GetObject, "404")))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(S3GetObject, "200")))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(S3DeleteObject, "204")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(s3op.OpGetObject, "404")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(s3op.OpGetObject, "200")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(s3op.OpDeleteObject, "204")))
 
-	got[S3Other] = 100
-	require.EqualValues(t, 5, rc.Counts()[S3Other], "Counts returns a copy")
+	got[s3op.OpOther] = 100
+	require.EqualValues(t, 5, rc.Counts()[s3op.OpOther], "Counts returns a copy")
 	rc.Reset()
 	require.Empty(t, rc.Counts())
 }
@@ -100,8 +101,8 @@ func TestRequestCounterTransportError(t *testing.T) {
 	require.NoError(t, err)
 	_, err = rc.RoundTrip(req)
 	require.Error(t, err)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(S3HeadObject, "error")))
-	require.EqualValues(t, 1, rc.Counts()[S3HeadObject])
+	require.Equal(t, 1.0, testutil.ToFloat64(m.s3Requests.WithLabelValues(s3op.OpHeadObject, "error")))
+	require.EqualValues(t, 1, rc.Counts()[s3op.OpHeadObject])
 }
 
 // TestRequestCounterSDK checks that requests built by the AWS SDK are named
@@ -134,7 +135,7 @@ func TestRequestCounterSDK(t *testing.T) {
 	require.NoError(t, err)
 	_, err = client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("bucket")})
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{S3PutObject: 1, S3HeadObject: 2, S3DeleteObject: 1, S3Other: 1}, rc.Counts())
+	require.Equal(t, map[string]int64{s3op.OpPutObject: 1, s3op.OpHeadObject: 2, s3op.OpDeleteObject: 1, s3op.OpOther: 1}, rc.Counts())
 	require.Equal(t, []string{"PutObject", "HeadObject", "HeadObject", "DeleteObject", "HeadBucket"}, names,
 		"the SDK names the operation in the request context")
 }

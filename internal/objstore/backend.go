@@ -51,6 +51,10 @@ type Backend struct {
 	// IsThrottle picks, among transient errors, the store pushing back,
 	// which slows the whole pass (see package retry); nil means none.
 	IsThrottle func(error) bool
+	// Operation names, in the backend's own API's words, the operation of
+	// an HTTP request the backend sent (reaper_store_http_requests_total's
+	// operation label); nil, for a backend without HTTP, names none.
+	Operation func(req *http.Request) string
 }
 
 // StorageOption is one storage option name a backend accepts.

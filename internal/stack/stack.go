@@ -66,7 +66,7 @@ func Open(ctx context.Context, uri string, storageOptions map[string]string, o O
 	if reg == nil {
 		reg = all.Default()
 	}
-	s, b, err := reg.OpenBackend(ctx, uri, storageOptions, objstore.OpenEnv{Transport: o.Transport, Logger: o.Logger})
+	s, b, err := reg.OpenBackend(ctx, uri, storageOptions, objstore.OpenEnv{Transport: transport(reg, uri, o.Transport), Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +78,19 @@ func Open(ctx context.Context, uri string, storageOptions map[string]string, o O
 	s = retry.Wrap(s, retryOptions(uri, b, o))
 	s = metrics.WrapStore(s, o.Metrics)
 	return metrics.WrapStoreTracing(s, o.TracerProvider), nil
+}
+
+// transport is t, labelled with the backend of uri when t is a request
+// counter: the backend names the operations of its own requests.
+func transport(reg *all.Registry, uri string, t http.RoundTripper) http.RoundTripper {
+	rc, ok := t.(*metrics.RequestCounter)
+	if !ok {
+		return t
+	}
+	if _, b, err := reg.Resolve(uri); err == nil {
+		return rc.ForBackend(string(b.Scheme), b.Operation)
+	}
+	return t
 }
 
 // retryOptions classifies with the backend's descriptor: a backend without

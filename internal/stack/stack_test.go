@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +20,11 @@ import (
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/all"
+	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
+	s3op "github.com/lance-reaper/reaper/internal/objstore/s3"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
@@ -204,7 +207,7 @@ func TestS3RetriedOnceAndOnlyByUs(t *testing.T) {
 	_, err = s.Put(t.Context(), "k", []byte("v"))
 	require.NoError(t, err)
 	require.Equal(t, 2, fault.count(), "one failure, one retry")
-	require.Equal(t, int64(2), counter.Counts()[metrics.S3PutObject])
+	require.Equal(t, int64(2), counter.Counts()[s3op.OpPutObject])
 	require.NotZero(t, pacer.Rate(), "the descriptor's throttle classifier slowed the pacer")
 	require.Equal(t, 1.0, storeRequests(t, reg, metrics.OpPut, metrics.CodeOK))
 }
@@ -243,4 +246,76 @@ func TestRetryLogLevel(t *testing.T) {
 			require.True(t, strings.HasPrefix(lines[0][strings.Index(lines[0], "level="):], tc.want), lines[0])
 		})
 	}
+}
+
+// Every HTTP backend names the operations of its own requests in
+// reaper_store_http_requests_total: a purge's calls on GCS and Azure are
+// told apart as on S3, none of them "other".
+func TestEachBackendNamesItsRequests(t *testing.T) {
+	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
+		ctx := t.Context()
+		root := b.NewRoot(t)
+		reg := prometheus.NewRegistry()
+		m := metrics.New(reg, metrics.Options{})
+		s, err := stack.Open(ctx, root.URI, root.Options, stack.Options{
+			Transport: metrics.NewRequestCounter(nil, m), Metrics: m, Logger: testLogger(t),
+		})
+		require.NoError(t, err)
+		opened := httpRequests(t, reg, string(b.Scheme))
+
+		_, err = s.PutIfAbsent(ctx, "a/1", []byte("v"))
+		require.NoError(t, err)
+		_, err = s.Put(ctx, "a/2", []byte("v"))
+		require.NoError(t, err)
+		_, _, err = s.Get(ctx, "a/1", 10)
+		require.NoError(t, err)
+		_, err = s.Head(ctx, "a/2")
+		require.NoError(t, err)
+		require.NoError(t, s.List(ctx, "a/", func(objstore.Page) error { return nil }))
+		require.NoError(t, s.Delete(ctx, "a/2"))
+		require.NoError(t, s.DeleteBatch(ctx, []string{"a/1", "a/3"}))
+
+		var got []string
+		for op, n := range httpRequests(t, reg, string(b.Scheme)) {
+			if n > opened[op] {
+				got = append(got, op)
+			}
+		}
+		slices.Sort(got)
+		if b.Scheme == local.Scheme {
+			require.Empty(t, got, "the local backend sends no HTTP")
+			return
+		}
+		require.NotContains(t, got, "other", "%s requests the backend does not name", b.Name)
+		// Put, get, head, list and delete are told apart (a batch may be
+		// deletes or a batch call).
+		require.GreaterOrEqual(t, len(got), 5, "operations of %s requests: %v", b.Name, got)
+		if b.Scheme == s3op.Scheme {
+			require.Equal(t, []string{s3op.OpDeleteObject, s3op.OpDeleteObjects, s3op.OpGetObject, s3op.OpHeadObject, s3op.OpListObjectsV2, s3op.OpPutObject}, got)
+		}
+	}, objstoretest.Shared()...)
+}
+
+// httpRequests sums reaper_store_http_requests_total of backend by
+// operation.
+func httpRequests(t *testing.T, reg *prometheus.Registry, backend string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "reaper_store_http_requests_total" {
+			continue
+		}
+		for _, mm := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mm.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["backend"] == backend {
+				out[labels["operation"]] += mm.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }

@@ -26,6 +26,7 @@ func Backend() objstore.Backend {
 		Open:        objstore.Opener(Open),
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
+		Operation:   Operation,
 		// Date and Last-Modified read to the second.
 		ClockResolution: objstore.TimeResolution,
 	}

@@ -27,6 +27,7 @@ func Backend() objstore.Backend {
 		Open:        objstore.Opener(Open),
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
+		Operation:   Operation,
 		// Date headers read to the second.
 		ClockResolution: objstore.TimeResolution,
 	}

@@ -26,6 +26,7 @@ func Backend() objstore.Backend {
 		Open:        objstore.Opener(Open),
 		IsTransient: IsTransient,
 		IsThrottle:  IsThrottle,
+		Operation:   Operation,
 		// Last-Modified and Date are whole seconds.
 		ClockResolution: objstore.TimeResolution,
 	}
