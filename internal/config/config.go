@@ -116,6 +116,9 @@ type Safety struct {
 	// unless AllowShortTTL is set.
 	MinTTL        Duration `yaml:"min_ttl"`
 	AllowShortTTL bool     `yaml:"allow_short_ttl"`
+	// MaxTableBytes skips a table whose purge's walk finds more bytes
+	// (0 = no cap): a table that large is purged by a person who meant it.
+	MaxTableBytes int64 `yaml:"max_table_bytes"`
 	// BlastRadiusMaxTables and BlastRadiusMaxPercent refuse a root when more
 	// of its tables are due in one pass (0 = no cap); ConfirmBlastRadius lets
 	// an operator confirm one such pass.

@@ -163,6 +163,9 @@ func (c Config) validateLimits(v *validator) {
 
 func (c Config) validateSafety(v *validator) {
 	s := c.Safety
+	if s.MaxTableBytes < 0 {
+		v.add("safety.max_table_bytes", s.MaxTableBytes, "must not be negative", "set the most bytes a table may hold to be purged, or 0 for no cap")
+	}
 	if s.BlastRadiusMaxTables < 0 {
 		v.add("safety.blast_radius_max_tables", s.BlastRadiusMaxTables, "must not be negative", "set the most due tables one root may purge in a pass, or 0 for no cap")
 	}

@@ -57,6 +57,7 @@ func TestValidate(t *testing.T) {
 		{"max tables", func(c *Config) { c.Limits.MaxTablesPerPass = -1 }, "limits.max_tables_per_pass", "-1", "0 for unlimited"},
 		{"max objects per table", func(c *Config) { c.Limits.MaxObjectsPerTable = -1 }, "limits.max_objects_per_table", "-1", "0 for unlimited"},
 		{"max objects", func(c *Config) { c.Limits.MaxObjectsPerPass = -1 }, "limits.max_objects_per_pass", "-1", "0 for unlimited"},
+		{"max table bytes", func(c *Config) { c.Safety.MaxTableBytes = -1 }, "safety.max_table_bytes", "-1", "0 for no cap"},
 		{"blast tables", func(c *Config) { c.Safety.BlastRadiusMaxTables = -3 }, "safety.blast_radius_max_tables", "-3", "0 for no cap"},
 		{"blast min tables", func(c *Config) { c.Safety.BlastRadiusMinTables = -1 }, "safety.blast_radius_min_tables", "-1", "0 for every root"},
 		{"blast percent high", func(c *Config) { c.Safety.BlastRadiusMaxPercent = 101 }, "safety.blast_radius_max_percent", "101", "0 for no cap"},

@@ -55,6 +55,9 @@ const (
 	ReasonLocked   Reason = "locked"
 	ReasonHeld     Reason = "held"
 	ReasonShortTTL Reason = "short_ttl"
+	// ReasonTooLarge: the walk found more bytes than
+	// safety.max_table_bytes; nothing was deleted.
+	ReasonTooLarge Reason = "too_large"
 	// ReasonLimit: limits.max_tables_per_pass or max_objects_per_pass spent.
 	ReasonLimit Reason = "limit"
 	// ReasonPartial: the table's object budget ran out mid-purge.
@@ -131,7 +134,7 @@ const (
 
 // SkipReasons lists the reasons of skipped and held tables.
 func SkipReasons() []Reason {
-	return []Reason{ReasonNotDue, ReasonLocked, ReasonHeld, ReasonShortTTL, ReasonLimit, ReasonPartial,
+	return []Reason{ReasonNotDue, ReasonLocked, ReasonHeld, ReasonShortTTL, ReasonTooLarge, ReasonLimit, ReasonPartial,
 		ReasonPaused, ReasonShutdown, ReasonDeadline, ReasonInterrupted}
 }
 

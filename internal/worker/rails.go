@@ -39,7 +39,9 @@ var startRails = []startRail{
 // judge is the table's size. The first that holds the table back decides
 // it; nothing of it was touched. A purge that had committed already is
 // finished without them (lifecycle.PurgeOptions.AfterWalk).
-var walkRails = []walkRail{}
+var walkRails = []walkRail{
+	{outcome.ReasonTooLarge, tooLargeRail},
+}
 
 // rootRail holds back due tables of one root.
 type rootRail struct {
@@ -158,6 +160,16 @@ func shortTTLRail(rc *railContext, due *dueList) (*dueList, []Decision, *Decisio
 		return true
 	})
 	return kept, held, nil
+}
+
+// tooLargeRail skips a table whose walk found more bytes than
+// safety.max_table_bytes: a purge that large is for a person to start.
+func tooLargeRail(p *pass, _ lifecycle.TableStatus, objects, bytes int64) string {
+	limit := p.w.Config.Safety.MaxTableBytes
+	if limit <= 0 || bytes <= limit {
+		return ""
+	}
+	return fmt.Sprintf("%d bytes in %d objects, more than safety.max_table_bytes (%d); nothing was deleted", bytes, objects, limit)
 }
 
 // pauseRail refuses a paused root: why is what readPause found before the

@@ -29,6 +29,60 @@ func TestRailOrder(t *testing.T) {
 	}
 	require.Equal(t, []outcome.Reason{outcome.ReasonShortTTL, outcome.ReasonPaused, outcome.ReasonBlastRadius}, root)
 	require.Equal(t, []outcome.Reason{outcome.ReasonShutdown, outcome.ReasonDeadline, outcome.ReasonLimit}, start)
+	var walk []outcome.Reason
+	for _, r := range walkRails {
+		walk = append(walk, r.reason)
+	}
+	require.Equal(t, []outcome.Reason{outcome.ReasonTooLarge}, walk)
+}
+
+// safety.max_table_bytes skips a table whose walk finds more bytes, on a
+// dry run too, with nothing deleted; 0 is no cap; a table at the cap is
+// purged.
+func TestTooLargeRail(t *testing.T) {
+	tableBytes := func(f *fixture, name string) int64 {
+		var n int64
+		require.NoError(t, f.store(0).Walk(context.Background(), lifecycle.TableDir(name), func(objs []objstore.Object) error {
+			for _, o := range objs {
+				n += o.Size
+			}
+			return nil
+		}))
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		limit func(small, big int64) int64
+		dry   bool
+		want  map[string]string
+	}{
+		{"no cap", func(int64, int64) int64 { return 0 }, false, map[string]string{"small": "purged/due", "big": "purged/due"}},
+		{"over the cap", func(small, _ int64) int64 { return small }, false, map[string]string{"small": "purged/due", "big": "skipped/too_large"}},
+		{"dry run", func(small, _ int64) int64 { return small }, true, map[string]string{"small": "dry_run/due", "big": "skipped/too_large"}},
+		{"at the cap", func(_, big int64) int64 { return big }, false, map[string]string{"small": "purged/due", "big": "purged/due"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, objstoretest.Local, 1)
+			f.table(0, "small", 1, 1, day)
+			f.table(0, "big", 6, 1, day)
+			small, big := tableBytes(f, "small"), tableBytes(f, "big")
+			require.Less(t, small, big)
+			before := f.keys(0, "big.lance/")
+			cfg := baseConfig()
+			cfg.DryRun, cfg.Safety.MaxTableBytes = tc.dry, tc.limit(small, big)
+			rep, err := f.worker(cfg, 4*day).Pass(context.Background(), nil)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, byTable(rep, 0))
+			if tc.want["big"] == "skipped/too_large" {
+				require.Equal(t, before, f.keys(0, "big.lance/"), "nothing of the big table deleted")
+				for d := range rep.Roots[0].All() {
+					if d.Table == "big" {
+						require.Contains(t, d.Detail, "safety.max_table_bytes")
+					}
+				}
+			}
+		})
+	}
 }
 
 // Each root rail, alone and before the next: the tables it holds back, the
