@@ -173,7 +173,8 @@ type Options struct {
 	Now func() time.Time
 	// Registerer receives reaper's metrics for this root's store calls
 	// (reaper_objstore_requests_total, reaper_objstore_request_duration_seconds,
-	// reaper_s3_http_requests_total); nil records none. Namespaces may
+	// reaper_s3_http_requests_total, reaper_store_http_requests_total); nil
+	// records none. Namespaces may
 	// share one registry: they count into the same series.
 	Registerer prometheus.Registerer
 	// TracerProvider traces every store call (a span per call); nil traces

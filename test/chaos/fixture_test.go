@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/lancetest"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -252,7 +253,7 @@ func newFixture(rng *rand.Rand, m mix, filesPerTable [2]int) *fixture {
 			t := &table{name: name, kind: k, files: map[string][]byte{}}
 			if k != kindOrphan && k != kindLink {
 				n := filesPerTable[0] + rng.IntN(filesPerTable[1]-filesPerTable[0]+1)
-				for rel, body := range lanceFiles(rng, n) {
+				for rel, body := range lancetest.Random(rng, n) {
 					t.files[lifecycle.TableDir(name)+rel] = body
 				}
 			}
@@ -277,25 +278,6 @@ func (f *fixture) rename(tb *table, name string) {
 // revived records that tb was revived: whole, no marker, never touched.
 func (f *fixture) revived(tb *table) {
 	tb.kind, tb.marker = kindRevived, nil
-}
-
-// lanceFiles is a Lance-like table layout of about n objects: manifests,
-// transactions, data, deletions, an index and a branch.
-func lanceFiles(rng *rand.Rand, n int) map[string][]byte {
-	out := map[string][]byte{}
-	versions := max(1, n/5)
-	for v := 1; v <= versions; v++ {
-		out[fmt.Sprintf("_versions/%d.manifest", v)] = randBytes(rng, 64+rng.IntN(256))
-		out[fmt.Sprintf("_transactions/%d-%s.txn", v-1, randHex(rng, 8))] = randBytes(rng, 32+rng.IntN(64))
-	}
-	out["_versions/latest_version_hint.json"] = fmt.Appendf(nil, `{"version":%d}`, versions)
-	out["_indices/"+randHex(rng, 8)+"/index.idx"] = randBytes(rng, 128)
-	out["tree/dev/_versions/1.manifest"] = randBytes(rng, 64)
-	out["_deletions/0-1-"+randHex(rng, 4)+".arrow"] = randBytes(rng, 48)
-	for len(out) < n {
-		out["data/"+randHex(rng, 16)+".lance"] = randBytes(rng, 16+rng.IntN(2048))
-	}
-	return out
 }
 
 func randBytes(rng *rand.Rand, n int) []byte {
