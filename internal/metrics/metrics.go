@@ -28,6 +28,8 @@
 //	retention_versions_removed_total           versions whose manifests retention deleted
 //	retention_objects_deleted_total            objects deleted by retention
 //	retention_bytes_reclaimed_total            bytes of those objects
+//	retention_reclaimable_bytes{root}          gauge, what the last retention plan of the root would delete; absent until planned
+//	retention_reclaimable_versions{root}       gauge, the versions it would remove
 //
 // The root label is "" (aggregated) unless Options.PerRootLabels is set.
 package metrics
@@ -91,6 +93,7 @@ type Metrics struct {
 	storeHTTPRequests *prometheus.CounterVec
 	buildInfo         *prometheus.GaugeVec
 	retention         retention
+	reclaim           reclaimGauges
 
 	// all is every metric above, in declaration order; adoptFrom is the
 	// registry NewShared adopts them from.
@@ -98,9 +101,10 @@ type Metrics struct {
 	adoptFrom prometheus.Registerer
 
 	// mu guards the per-root state behind the aggregated gauges.
-	mu         sync.Mutex
-	rootTables map[string]map[string]int
-	rootOldest map[string]time.Time
+	mu          sync.Mutex
+	rootTables  map[string]map[string]int
+	rootOldest  map[string]time.Time
+	rootReclaim map[string]Reclaimable
 }
 
 // PassDurationBuckets span one second to eight hours.
@@ -130,10 +134,11 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 // already holds is adopted instead of created anew.
 func newMetrics(opts Options, adoptFrom prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		opts:       opts,
-		rootTables: make(map[string]map[string]int),
-		rootOldest: make(map[string]time.Time),
-		adoptFrom:  adoptFrom,
+		opts:        opts,
+		rootTables:  make(map[string]map[string]int),
+		rootOldest:  make(map[string]time.Time),
+		rootReclaim: make(map[string]Reclaimable),
+		adoptFrom:   adoptFrom,
 	}
 	m.passes = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "passes_total",
@@ -214,6 +219,7 @@ func newMetrics(opts Options, adoptFrom prometheus.Registerer) *Metrics {
 		Help: "Always 1; its labels say which reaper and Go built the process that exported it.",
 	}, []string{"version", "go_version"}))
 	m.retention = newRetention(m)
+	m.reclaim = newReclaimGauges(m)
 	m.buildInfo.WithLabelValues(cmp.Or(opts.Version, "unknown"), runtime.Version()).Set(1)
 	m.precreate()
 	return m

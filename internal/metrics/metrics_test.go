@@ -28,6 +28,7 @@ func exercise(m *Metrics) {
 	m.LedgerWriteFailed(1)
 	m.SetRootTables("s3://bucket/a", map[string]int{StateLive: 4, StateDue: 1})
 	m.SetOldestDueMarker("s3://bucket/a", time.Unix(1600000000, 0))
+	m.SetReclaimable("s3://bucket/a", Reclaimable{Bytes: 10, Versions: 2})
 	m.s3Requests.WithLabelValues(s3op.OpGetObject, "200").Inc()
 	m.storeHTTPRequests.WithLabelValues("s3", s3op.OpGetObject, "200").Inc()
 }
@@ -87,6 +88,9 @@ func TestPrecreatedAtZero(t *testing.T) {
 	require.Equal(t, 10*5, testutil.CollectAndCount(m.storeRequests))
 	require.Equal(t, 10, testutil.CollectAndCount(m.storeDuration))
 	require.Equal(t, 0, testutil.CollectAndCount(m.oldestDue), "no due marker, no series")
+	for _, g := range []prometheus.Collector{m.reclaim.bytes, m.reclaim.versions} {
+		require.Equal(t, 0, testutil.CollectAndCount(g), "no retention plan, no series: zero would read as nothing to reclaim")
+	}
 	require.Equal(t, 1, testutil.CollectAndCount(m.ledgerFailures), "a lost audit record shows from the first scrape")
 	require.Zero(t, testutil.ToFloat64(m.ledgerFailures))
 	require.Zero(t, testutil.ToFloat64(m.storeRequests.WithLabelValues(OpDeleteBatch, CodeError)))
@@ -123,6 +127,7 @@ func TestNilReceiver(t *testing.T) {
 	m.Skipped(outcome.ReasonLimit, 1)
 	m.SetRootTables("r", nil)
 	m.SetOldestDueMarker("r", time.Now())
+	m.SetReclaimable("r", Reclaimable{})
 	m.ForgetRoot("r")
 	m.ResetRootTables()
 	require.Nil(t, m.Collectors())

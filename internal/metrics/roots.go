@@ -47,6 +47,8 @@ func (m *Metrics) ForgetRoot(root string) {
 	defer m.mu.Unlock()
 	delete(m.rootTables, root)
 	delete(m.rootOldest, root)
+	delete(m.rootReclaim, root)
+	m.publishReclaimable(root)
 	if m.opts.PerRootLabels {
 		m.tables.DeletePartialMatch(map[string]string{"root": root})
 	} else {
@@ -84,8 +86,9 @@ func (m *Metrics) KeepRoots(roots []string) {
 	}
 }
 
-// ResetRootTables forgets every root's table counts and due markers, e.g.
-// on a configuration reload; the aggregated series return to zero.
+// ResetRootTables forgets every root's table counts, due markers and
+// retention plans, e.g. on a configuration reload; the aggregated table
+// series return to zero, the retention series go until a plan is computed.
 func (m *Metrics) ResetRootTables() {
 	if m == nil {
 		return
@@ -94,8 +97,10 @@ func (m *Metrics) ResetRootTables() {
 	defer m.mu.Unlock()
 	clear(m.rootTables)
 	clear(m.rootOldest)
+	clear(m.rootReclaim)
 	m.tables.Reset()
 	m.oldestDue.Reset()
+	m.reclaim.reset()
 	if !m.opts.PerRootLabels {
 		m.publishTables(AllRoots)
 	}
