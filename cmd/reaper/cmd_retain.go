@@ -20,33 +20,29 @@ import (
 // retainOptions are the flags and arguments of `reaper retain`.
 type retainOptions struct {
 	storeOptions
-	OlderThan        time.Duration
-	Before           string
-	KeepVersions     int
-	DeleteUnverified bool
-	UnverifiedAfter  time.Duration
-	DryRun           bool
-	AllowShortTTL    bool
-	Output           string
-	Names            []string
+	// passFlags: --config, --set, --shard, --pushgateway and --textfile
+	// run retain over every root of the configuration (retain_roots.go);
+	// --allow-short-ttl is read on every path.
+	passFlags
+	policyFlags
+	DryRun bool
+	Output string
+	Names  []string
 }
 
 func (o *retainOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
-	fs.Var(newDurationValue(&o.OlderThan, 0), "older-than", "remove versions written more than this long ago by the store's clock (e.g. 7d, 36h)")
-	fs.StringVar(&o.Before, "before", "", "remove versions written before this instant (RFC 3339, fractional seconds allowed, e.g. 2026-11-01T00:00:00Z)")
-	fs.IntVar(&o.KeepVersions, "keep-versions", 1, "always keep the newest N versions")
-	fs.BoolVar(&o.DeleteUnverified, "delete-unverified", false, "also delete files no manifest references whatever their age (only safe when nothing writes to the tables)")
-	fs.Var(newDurationValue(&o.UnverifiedAfter, 7*24*time.Hour), "unverified-after", "age from which a file no manifest references is deleted (a write in progress is younger)")
+	o.passFlags.register(fs)
+	fs.Lookup("allow-short-ttl").Usage = "allow a cutoff newer than safety.min_ttl ago"
+	o.policyFlags.register(fs, 0)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report what would be deleted; delete nothing")
-	fs.BoolVar(&o.AllowShortTTL, "allow-short-ttl", false, "allow a cutoff newer than safety.min_ttl ago")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 }
 
 func newRetainCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	o := retainOptions{Output: formatTable}
 	cmd := &cobra.Command{
-		Use:   "retain --root URI (--older-than D | --before TIME) [--dry-run] [-o table|json] [TABLE...]",
+		Use:   "retain (--root URI | --config FILE) (--older-than D | --before TIME) [--dry-run] [-o table|json] [TABLE...]",
 		Short: "Remove old versions of live tables (version retention), or plan it with --dry-run",
 		Long: `Remove the old versions of the named live tables, or of every live table of
 the root, and every file only they reference: file for file what Lance's own
@@ -66,8 +62,20 @@ is planned, nothing_to_do, unsupported or failed. Without --dry-run:
 "finished"}]}; result is cleaned, nothing_to_do, unsupported, held, paused,
 locked or failed (finished: it completed a run that was interrupted).
 
+With --config (or --set, --shard, --pushgateway, --textfile) retain covers
+every root of the configuration, the configured roots and those its discover
+patterns find, as purge --config does; --root replaces them. The rows then
+carry their root (a ROOT column, "root" in the JSON), and roots that could
+not be read are listed (ROOTS FAILED, "failed_roots"). Every root's clock is
+read and the cutoff checked before anything is deleted. A dry run over every
+live table of a root sets reaper_retention_reclaimable_bytes and
+reaper_retention_reclaimable_versions of that root, pushed or written with
+--pushgateway or --textfile (metrics.pushgateway, metrics.textfile).
+
 Exit status: 0 when no table failed (unsupported, held, paused and locked
-tables are listed), 1 when a table failed, 2 on usage errors.`,
+tables are listed), 1 when a table or a root failed, root discovery was
+incomplete or the metrics could not be exported, 2 on usage errors (and
+roots the configuration cannot reach: credentials, a missing bucket).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.globalOptions, o.Names = *g, args
@@ -76,28 +84,6 @@ tables are listed), 1 when a table failed, 2 on usage errors.`,
 	}
 	o.register(cmd.Flags())
 	return cmd
-}
-
-// policy checks the flags and builds the policy.
-func (o retainOptions) policy() (reaper.RetentionPolicy, error) {
-	p := reaper.RetentionPolicy{OlderThan: o.OlderThan, KeepVersions: o.KeepVersions,
-		DeleteUnverified: o.DeleteUnverified, UnverifiedAfter: o.UnverifiedAfter}
-	switch {
-	case o.OlderThan == 0 && o.Before == "":
-		return p, usagef("retain: pass --older-than (e.g. --older-than 7d) or --before (an RFC 3339 instant)")
-	case o.OlderThan != 0 && o.Before != "":
-		return p, usagef("retain: pass either --older-than or --before, not both")
-	case o.KeepVersions < 1:
-		return p, usagef("retain: --keep-versions %d: the newest version is always kept; pass 1 or more", o.KeepVersions)
-	}
-	if o.Before != "" {
-		t, err := time.Parse(time.RFC3339Nano, o.Before)
-		if err != nil {
-			return p, usagef("retain: --before %q: want an RFC 3339 instant such as 2026-11-01T00:00:00Z or 2026-11-01T00:00:00.250+01:00", o.Before)
-		}
-		p.Before = t
-	}
-	return p, nil
 }
 
 // envLeaseTTL is defaults.lease_ttl as purge reads it without a config
@@ -115,7 +101,8 @@ func (g globalOptions) envLeaseTTL() (time.Duration, error) {
 	return c.Defaults.LeaseTTL.D(), nil
 }
 
-// runRetain plans retention on one root and prints the plans.
+// runRetain plans or runs retention on one root, or on every root of the
+// configuration (retain_roots.go), and prints the report.
 func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := checkFormat(o.Output); err != nil {
 		return err
@@ -123,9 +110,12 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
-	p, err := o.policy()
+	p, err := o.policy("retain")
 	if err != nil {
 		return err
+	}
+	if o.configured() {
+		return runRetainRoots(ctx, o, p, stdout)
 	}
 	floor, err := o.ttlFloor()
 	if err != nil {
@@ -142,43 +132,121 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err != nil {
 		return storeError(ns.URI(), err)
 	}
-	cutoff := now.Add(-p.OlderThan)
-	if !p.Before.IsZero() {
-		cutoff = p.Before
+	if err := checkCutoff(p, now, floor, o.AllowShortTTL); err != nil {
+		return err
 	}
-	if age := now.Sub(cutoff); age < floor && !o.AllowShortTTL {
-		return usagef("retain: the cutoff %s is %s before the store's clock, less than safety.min_ttl %s: versions that recent may still be read; pass --allow-short-ttl to plan it anyway",
-			formatTime(cutoff), formatDuration(max(age, 0)), formatDuration(floor))
-	}
-	if !o.DryRun {
-		return runRetainDeleting(ctx, ns, p, o, stdout)
-	}
-	plans, err := ns.PlanRetention(ctx, p, o.Names...)
-	if err != nil {
+	rep := retainReport{dryRun: o.DryRun}
+	if err := rep.root(ctx, "", ns, p, o.Names); err != nil {
 		return storeError(ns.URI(), err)
 	}
-	if o.Output == formatJSON {
-		err = renderRetainJSON(stdout, plans)
-	} else {
-		err = renderRetainTable(stdout, plans)
+	return rep.finish(ctx, o, stdout)
+}
+
+// retainReport gathers what retain did on each root: the plans of a dry
+// run, or the results of each table's run, and the roots that failed.
+type retainReport struct {
+	dryRun bool
+	// withRoot: the rows carry their root (a run over a configuration).
+	withRoot bool
+	plans    []retainJSON
+	runs     []retainRunJSON
+	// failedRoots could not be opened, read or listed; discovery says a
+	// discover pattern could not be expanded.
+	failedRoots []failedRootJSON
+	discovery   []string
+	// misconfigured counts the failed roots the configuration must fix
+	// (credentials, a missing bucket: objstore.ErrMisconfigured).
+	misconfigured int
+}
+
+// failRoot records a root that could not be worked on.
+func (r *retainReport) failRoot(root string, err error) {
+	msg := err.Error()
+	if se := storeError(root, err); se != err {
+		r.misconfigured++
+		msg = strings.TrimPrefix(se.Error(), root+": ")
 	}
+	r.failedRoots = append(r.failedRoots, failedRootJSON{Root: root, Error: msg})
+}
+
+// failedRootJSON is a root retain could not work on.
+type failedRootJSON struct {
+	Root  string `json:"root"`
+	Error string `json:"error"`
+}
+
+// root plans, or runs, retention on the named tables of one root, or on
+// its every live table; root is the rows' root ("" on a single root). The
+// error is for the root as a whole.
+func (r *retainReport) root(ctx context.Context, root string, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string) error {
+	if !r.dryRun {
+		rows, err := retainTables(ctx, ns, p, names)
+		for i := range rows {
+			rows[i].Root = root
+		}
+		r.runs = append(r.runs, rows...)
+		return err
+	}
+	plans, err := ns.PlanRetention(ctx, p, names...)
 	if err != nil {
 		return err
 	}
-	failed := 0
 	for _, pl := range plans {
-		if pl.Result == reaper.RetentionFailed {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return &failedError{op: "retain", failed: failed, all: len(plans)}
+		r.plans = append(r.plans, retainJSONOf(root, pl))
 	}
 	return nil
 }
 
-// retainJSON is one table of `retain -o json`.
+// failed counts the tables that failed.
+func (r *retainReport) failed() (failed, all int) {
+	for _, pl := range r.plans {
+		if pl.Result == reaper.RetentionFailed {
+			failed++
+		}
+	}
+	for _, row := range r.runs {
+		if row.Result == "failed" {
+			failed++
+		}
+	}
+	return failed, len(r.plans) + len(r.runs)
+}
+
+// finish prints the report and returns the exit status's error.
+func (r *retainReport) finish(ctx context.Context, o retainOptions, stdout io.Writer) error {
+	var err error
+	switch {
+	case o.Output == formatJSON:
+		err = r.writeJSON(stdout)
+	case r.dryRun:
+		err = r.renderPlans(stdout)
+	default:
+		err = r.renderRuns(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil && !r.dryRun {
+		return err
+	}
+	failed, all := r.failed()
+	switch {
+	case r.misconfigured > 0:
+		// The report names each root and what to set.
+		return usagef("retain: %d root(s) could not be reached, a configuration error (ROOTS FAILED above, or failed_roots in the JSON, say what to set); nothing in them was retained", r.misconfigured)
+	case len(r.failedRoots) > 0:
+		return &failedError{op: "retain", msg: fmt.Sprintf("retain: %d root(s) could not be read and %d table(s) failed; see the lines above", len(r.failedRoots), failed)}
+	case failed > 0:
+		return &failedError{op: "retain", failed: failed, all: all}
+	case len(r.discovery) > 0:
+		return &failedError{op: "retain", msg: "retain: root discovery incomplete, some roots were not visited: " + strings.Join(r.discovery, "; ")}
+	}
+	return nil
+}
+
+// retainJSON is one table of `retain --dry-run -o json`.
 type retainJSON struct {
+	Root     string     `json:"root,omitempty"`
 	Name     string     `json:"name"`
 	Result   string     `json:"result"`
 	Reason   string     `json:"reason,omitempty"`
@@ -187,6 +255,8 @@ type retainJSON struct {
 	Files    []fileJSON `json:"files"`
 	Bytes    int64      `json:"bytes"`
 	Versions int        `json:"versions"`
+	// cutoff is for the table form's note.
+	cutoff time.Time
 }
 
 type fileJSON struct {
@@ -195,42 +265,71 @@ type fileJSON struct {
 	Why   string `json:"why"`
 }
 
-func renderRetainJSON(w io.Writer, plans []reaper.RetentionPlan) error {
+func retainJSONOf(root string, p reaper.RetentionPlan) retainJSON {
+	t := retainJSON{Root: root, Name: p.Name, Result: p.Result, Reason: p.Reason, Kept: []uint64{}, Removed: []uint64{},
+		Files: []fileJSON{}, Bytes: p.Bytes, Versions: p.Versions, cutoff: p.Cutoff}
+	for _, k := range p.Kept {
+		t.Kept = append(t.Kept, k.Version)
+	}
+	t.Removed = append(t.Removed, p.Removed...)
+	for _, f := range p.Files {
+		t.Files = append(t.Files, fileJSON{Key: f.Key, Bytes: f.Bytes, Why: f.Why})
+	}
+	return t
+}
+
+// writeJSON writes {"tables":[...]} (plans or runs), and "failed_roots"
+// when a root could not be read.
+func (r *retainReport) writeJSON(w io.Writer) error {
 	out := struct {
-		Tables []retainJSON `json:"tables"`
-	}{Tables: []retainJSON{}}
-	for _, p := range plans {
-		t := retainJSON{Name: p.Name, Result: p.Result, Reason: p.Reason, Kept: []uint64{}, Removed: []uint64{},
-			Files: []fileJSON{}, Bytes: p.Bytes, Versions: p.Versions}
-		for _, k := range p.Kept {
-			t.Kept = append(t.Kept, k.Version)
+		Tables      any              `json:"tables"`
+		FailedRoots []failedRootJSON `json:"failed_roots,omitempty"`
+		Discovery   []string         `json:"discovery_errors,omitempty"`
+	}{Tables: r.runs, FailedRoots: r.failedRoots, Discovery: r.discovery}
+	if r.dryRun {
+		out.Tables = r.plans
+		if r.plans == nil {
+			out.Tables = []retainJSON{}
 		}
-		t.Removed = append(t.Removed, p.Removed...)
-		for _, f := range p.Files {
-			t.Files = append(t.Files, fileJSON{Key: f.Key, Bytes: f.Bytes, Why: f.Why})
-		}
-		out.Tables = append(out.Tables, t)
+	} else if r.runs == nil {
+		out.Tables = []retainRunJSON{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
-func renderRetainTable(w io.Writer, plans []reaper.RetentionPlan) error {
+// header is the table form's header, with a ROOT column over roots.
+func (r *retainReport) header(cols ...string) string {
+	if r.withRoot {
+		cols = append([]string{"ROOT"}, cols...)
+	}
+	return strings.Join(cols, "\t")
+}
+
+// cells joins a row's cells, its root first over roots.
+func (r *retainReport) cells(root string, cells ...string) string {
+	if r.withRoot {
+		cells = append([]string{safeText(root)}, cells...)
+	}
+	return strings.Join(cells, "\t")
+}
+
+func (r *retainReport) renderPlans(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tRESULT\tVERSIONS\tREMOVED\tFILES\tBYTES\tNOTE")
+	fmt.Fprintln(tw, r.header("NAME", "RESULT", "VERSIONS", "REMOVED", "FILES", "BYTES", "NOTE"))
 	var files, bytes int64
 	var tables, unsupported int
-	for _, p := range plans {
+	for _, p := range r.plans {
 		note := "-"
 		switch {
 		case p.Reason != "":
 			note = p.Reason
 		case len(p.Removed) > 0:
-			note = fmt.Sprintf("versions %s removed; cutoff %s", versionRange(p.Removed), formatTime(p.Cutoff))
+			note = fmt.Sprintf("versions %s removed; cutoff %s", versionRange(p.Removed), formatTime(p.cutoff))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", displayName(p.Name), p.Result, p.Versions, len(p.Removed),
-			len(p.Files), humanBytes(p.Bytes), safeText(note))
+		fmt.Fprintln(tw, r.cells(p.Root, displayName(p.Name), p.Result, fmt.Sprint(p.Versions), fmt.Sprint(len(p.Removed)),
+			fmt.Sprint(len(p.Files)), humanBytes(p.Bytes), safeText(note)))
 		if p.Result == reaper.RetentionPlanned {
 			tables++
 			files += int64(len(p.Files))
@@ -243,9 +342,38 @@ func renderRetainTable(w io.Writer, plans []reaper.RetentionPlan) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "dry run, nothing was deleted: would remove %d files, %s from %d tables; %d unsupported\n",
-		files, humanBytes(bytes), tables, unsupported)
+	if err := r.renderFailedRoots(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "dry run, nothing was deleted: would remove %d files, %s from %d tables; %d unsupported%s\n",
+		files, humanBytes(bytes), tables, unsupported, r.rootsSummary())
 	return err
+}
+
+// renderFailedRoots lists the roots that could not be read.
+func (r *retainReport) renderFailedRoots(w io.Writer) error {
+	if len(r.failedRoots) == 0 && len(r.discovery) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nROOTS FAILED: %d (not read; nothing in them was retained)\n", len(r.failedRoots)+len(r.discovery))
+	fmt.Fprintln(tw, "  ROOT\tERROR")
+	for _, f := range r.failedRoots {
+		fmt.Fprintf(tw, "  %s\t%s\n", safeText(f.Root), safeText(f.Error))
+	}
+	for _, d := range r.discovery {
+		fmt.Fprintf(tw, "  (discovery)\t%s\n", safeText(d))
+	}
+	fmt.Fprintln(tw)
+	return tw.Flush()
+}
+
+// rootsSummary ends the summary line of a run over roots.
+func (r *retainReport) rootsSummary() string {
+	if n := len(r.failedRoots); n > 0 {
+		return fmt.Sprintf("; %d root(s) could not be read", n)
+	}
+	return ""
 }
 
 // versionRange renders removed versions compactly: "3-17" or "3, 5, 9-12".
@@ -268,6 +396,7 @@ func versionRange(vs []uint64) string {
 
 // retainRunJSON is one table of `retain -o json` without --dry-run.
 type retainRunJSON struct {
+	Root            string `json:"root,omitempty"`
 	Name            string `json:"name"`
 	Result          string `json:"result"`
 	Reason          string `json:"reason,omitempty"`
@@ -277,13 +406,14 @@ type retainRunJSON struct {
 	Finished        bool   `json:"finished"`
 }
 
-// runRetainDeleting cleans each live table in turn and prints the results.
-func runRetainDeleting(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionPolicy, o retainOptions, stdout io.Writer) error {
-	names := o.Names
+// retainTables cleans each named live table (every live table of the root
+// when none are named) in turn, until ctx is cancelled. The error is for
+// the root's listing.
+func retainTables(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string) ([]retainRunJSON, error) {
 	if len(names) == 0 {
 		all, err := ns.List(ctx)
 		if err != nil {
-			return storeError(ns.URI(), err)
+			return nil, err
 		}
 		for _, s := range all {
 			if s.State == reaper.StateExists {
@@ -292,7 +422,6 @@ func runRetainDeleting(ctx context.Context, ns *reaper.Namespace, p reaper.Reten
 		}
 	}
 	var rows []retainRunJSON
-	failed := 0
 	for _, name := range names {
 		if ctx.Err() != nil {
 			break
@@ -303,32 +432,9 @@ func runRetainDeleting(ctx context.Context, ns *reaper.Namespace, p reaper.Reten
 		if err != nil {
 			row.Result, row.Reason = retainFailure(err), err.Error()
 		}
-		if row.Result == "failed" {
-			failed++
-		}
 		rows = append(rows, row)
 	}
-	if o.Output == formatJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if rows == nil {
-			rows = []retainRunJSON{}
-		}
-		if err := enc.Encode(struct {
-			Tables []retainRunJSON `json:"tables"`
-		}{rows}); err != nil {
-			return err
-		}
-	} else if err := renderRetainRun(stdout, rows); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if failed > 0 {
-		return &failedError{op: "retain", failed: failed, all: len(rows)}
-	}
-	return nil
+	return rows, nil
 }
 
 // retainFailure names what stopped a table's run.
@@ -346,27 +452,31 @@ func retainFailure(err error) string {
 	return "failed"
 }
 
-func renderRetainRun(w io.Writer, rows []retainRunJSON) error {
+func (r *retainReport) renderRuns(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tRESULT\tVERSIONS\tOBJECTS\tBYTES\tNOTE")
+	fmt.Fprintln(tw, r.header("NAME", "RESULT", "VERSIONS", "OBJECTS", "BYTES", "NOTE"))
 	var versions int
 	var objects, bytes int64
-	for _, r := range rows {
+	for _, row := range r.runs {
 		note := "-"
 		switch {
-		case r.Reason != "":
-			note = r.Reason
-		case r.Finished:
+		case row.Reason != "":
+			note = row.Reason
+		case row.Finished:
 			note = "finished an interrupted run"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", displayName(r.Name), r.Result, r.VersionsDeleted, r.Objects, humanBytes(r.Bytes), safeText(note))
-		versions += r.VersionsDeleted
-		objects += r.Objects
-		bytes += r.Bytes
+		fmt.Fprintln(tw, r.cells(row.Root, displayName(row.Name), row.Result, fmt.Sprint(row.VersionsDeleted), fmt.Sprint(row.Objects),
+			humanBytes(row.Bytes), safeText(note)))
+		versions += row.VersionsDeleted
+		objects += row.Objects
+		bytes += row.Bytes
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "removed %d versions: %d objects, %s from %d tables\n", versions, objects, humanBytes(bytes), len(rows))
+	if err := r.renderFailedRoots(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "removed %d versions: %d objects, %s from %d tables%s\n", versions, objects, humanBytes(bytes), len(r.runs), r.rootsSummary())
 	return err
 }
