@@ -69,6 +69,7 @@ var publicOf = []struct {
 	{Decision{}, worker.Decision{}, nil},
 	{PlanSummary{}, worker.PlanSummary{}, nil},
 	{Totals{}, worker.Totals{}, nil},
+	{RetentionSummary{}, lifecycle.RetentionSummary{}, nil},
 }
 
 // TestPublicTypesCarryEveryField: a field the engine adds to a type the

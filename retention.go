@@ -158,3 +158,37 @@ func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions)
 	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
 		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, exported(err)
 }
+
+// RetentionSummary is what a policy would remove from one live table: a
+// plan's counts without its lists (EachStatusRetention).
+type RetentionSummary struct {
+	// Result is planned, nothing_to_do, unsupported or failed; Reason
+	// explains the last two.
+	Result string
+	Reason string
+	// Versions is how many versions of main the table has, Removed how many
+	// the plan removes.
+	Versions int
+	Removed  int
+	// Files and Bytes are the files the plan deletes and their total size.
+	Files int
+	Bytes int64
+}
+
+// EachStatusRetention is EachStatus with, for each live table, the summary
+// of what policy would remove from it (nil for every other name), judged by
+// the store's clock at the time the status was. It reads every manifest of
+// every live table, some requests per version where a status costs a
+// listing of the root; a few tables are read at once while the rows go
+// out, and a plan is dropped once summarized, so memory stays bounded
+// however large the root.
+func (n *Namespace) EachStatusRetention(ctx context.Context, policy RetentionPolicy, fn func(s TableStatus, sum *RetentionSummary, now time.Time) error, names ...string) error {
+	return exported(n.ns.EachStatusRetention(ctx, names, policy.internal(), func(s lifecycle.TableStatus, sum *lifecycle.RetentionSummary, now time.Time) error {
+		var out *RetentionSummary
+		if sum != nil {
+			out = &RetentionSummary{Result: string(sum.Result), Reason: sum.Reason, Versions: sum.Versions,
+				Removed: sum.Removed, Files: sum.Files, Bytes: sum.Bytes}
+		}
+		return fn(statusOf(s), out, now)
+	}))
+}

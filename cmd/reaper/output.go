@@ -98,6 +98,9 @@ func renderStatus(p statusPrinter, all []reaper.TableStatus, now time.Time) erro
 // reader takes it for the whole root.
 type statusPrinter interface {
 	row(s reaper.TableStatus, now time.Time) error
+	// rowWith is row with the retention columns (status --versions):
+	// sum is nil for a name that is not a live table.
+	rowWith(s reaper.TableStatus, sum *reaper.RetentionSummary, now time.Time) error
 	close(complete bool) error
 }
 
@@ -106,6 +109,8 @@ type statusJSONPrinter struct {
 	w     *bufio.Writer
 	a     jsonArray
 	floor time.Duration
+	// versions adds the retention keys to every element.
+	versions bool
 }
 
 func newStatusJSON(w io.Writer, floor time.Duration) *statusJSONPrinter {
@@ -114,6 +119,13 @@ func newStatusJSON(w io.Writer, floor time.Duration) *statusJSONPrinter {
 }
 
 func (p *statusJSONPrinter) row(s reaper.TableStatus, now time.Time) error {
+	return p.rowWith(s, nil, now)
+}
+
+func (p *statusJSONPrinter) rowWith(s reaper.TableStatus, sum *reaper.RetentionSummary, now time.Time) error {
+	if p.versions {
+		return p.a.add(toStatusVersionsJSON(toStatusJSON(s, now, p.floor), sum))
+	}
 	return p.a.add(toStatusJSON(s, now, p.floor))
 }
 
@@ -138,6 +150,8 @@ type statusTablePrinter struct {
 	rows  [][]string
 	n     int
 	floor time.Duration
+	// versions, when set, adds the retention columns and sums them.
+	versions *versionColumns
 }
 
 func newStatusTable(w io.Writer, floor time.Duration) *statusTablePrinter {
@@ -146,13 +160,24 @@ func newStatusTable(w io.Writer, floor time.Duration) *statusTablePrinter {
 }
 
 func (p *statusTablePrinter) row(s reaper.TableStatus, now time.Time) error {
+	return p.rowWith(s, nil, now)
+}
+
+func (p *statusTablePrinter) rowWith(s reaper.TableStatus, sum *reaper.RetentionSummary, now time.Time) error {
 	deleted, ttl, after := "-", "-", "-"
 	if s.Marker != nil {
 		deleted = formatTime(s.DeletedAt)
 		ttl = formatDuration(s.TTL)
 		after = formatTime(s.PurgeAfter)
 	}
-	p.rows = append(p.rows, []string{displayName(s.Name), string(s.State), deleted, ttl, after, safeText(statusNote(s, now, p.floor))})
+	note := statusNote(s, now, p.floor)
+	cells := []string{displayName(s.Name), string(s.State), deleted, ttl, after}
+	if p.versions != nil {
+		var more []string
+		more, note = p.versions.cells(sum, note)
+		cells = append(cells, more...)
+	}
+	p.rows = append(p.rows, append(cells, safeText(note)))
 	p.n++
 	if len(p.rows) > statusTableRows {
 		return p.flushRows()
@@ -179,7 +204,13 @@ func (p *statusTablePrinter) close(complete bool) error {
 		}
 		return p.w.Flush()
 	}
-	return p.flushRows()
+	if err := p.flushRows(); err != nil {
+		return err
+	}
+	if complete && p.versions != nil {
+		p.w.WriteString(p.versions.summary() + "\n")
+	}
+	return p.w.Flush()
 }
 
 // statusNote says what an operator needs to know about one table.
