@@ -66,12 +66,15 @@ type config struct {
 	RetentionTables        int // tables of the many-table fixture
 	RetentionTableVersions int // versions of each of those tables
 	RetentionReps          int
+	// RetentionRead are the versions of the tables the version-reading
+	// scenarios read (none: skip them).
+	RetentionRead []int
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	c := config{}
-	var sizes, local, peers, gcsSizes, azSizes, memEntries, retention string
+	var sizes, local, peers, gcsSizes, azSizes, memEntries, retention, retRead string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000), or \"none\"")
@@ -95,11 +98,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&memEntries, "memory-entries", "", "top-level entries of the memory scenario's local roots (half tables, half their markers), comma-separated (default 200000,1000000; quick 200000), or \"none\"")
 	fs.StringVar(&c.MemBaseline, "memory-baseline", "", "git revision whose reaper the memory scenario also measures, on the same roots (before/after a change)")
 	fs.IntVar(&c.MemReps, "memory-reps", 1, "repetitions of each memory scenario command per build")
-	fs.StringVar(&c.Only, "only", "", `run one group of scenarios and rewrite only its section of the results file: "memory" or "retention"`)
+	fs.StringVar(&c.Only, "only", "", `run one group of scenarios and rewrite only its section of the results file: "memory", "retention" or "retention-read"`)
 	fs.StringVar(&retention, "retention", "s3,local", `where reaper retain runs against the LanceDB client's cleanup: "s3", "local", both, or "none"`)
 	fs.IntVar(&c.RetentionVersions, "retention-versions", 2000, "versions of the single-table retention fixture, about 10 files each (0: no single-table scenario)")
 	fs.IntVar(&c.RetentionTables, "retention-tables", 100, "tables of the many-table retention fixture (0: no many-table scenario)")
 	fs.IntVar(&c.RetentionTableVersions, "retention-table-versions", 100, "versions of each of those tables")
+	fs.StringVar(&retRead, "retention-read-versions", "", "versions of the tables whose every version reaper retain --dry-run and the client's listVersions() read, comma-separated (default 1000,10000; quick 1000), or \"none\"; runs where --retention says (building 10,000 versions takes about 13 min, once: cached)")
 	fs.IntVar(&c.RetentionReps, "retention-reps", 3, "alternating repetitions per retention contender (local runs build their tables afresh each time: about 40 s for 2,000 versions, 2 min for 100 tables)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -138,8 +142,17 @@ func parseFlags(args []string) (config, error) {
 			return c, err
 		}
 	}
-	if c.Only != "" && c.Only != "memory" && c.Only != "retention" {
-		return c, fmt.Errorf("--only %q: want memory or retention", c.Only)
+	if c.Only != "" && c.Only != "memory" && c.Only != "retention" && c.Only != "retention-read" {
+		return c, fmt.Errorf("--only %q: want memory, retention or retention-read", c.Only)
+	}
+	if retRead != "none" {
+		def := "1000,10000"
+		if c.Quick {
+			def = "1000"
+		}
+		if c.RetentionRead, err = intList(retRead, def); err != nil {
+			return c, err
+		}
 	}
 	if c.MemReps < 1 {
 		return c, fmt.Errorf("--memory-reps %d: want at least 1", c.MemReps)
@@ -167,9 +180,12 @@ func parseFlags(args []string) (config, error) {
 			c.Peers = append(c.Peers, p)
 		}
 	}
-	if c.Only == "retention" {
+	if c.Only == "retention" || c.Only == "retention-read" {
 		if len(c.Retention) == 0 {
-			return c, fmt.Errorf("--only retention with --retention none measures nothing")
+			return c, fmt.Errorf("--only %s with --retention none measures nothing", c.Only)
+		}
+		if c.Only == "retention-read" && len(c.RetentionRead) == 0 {
+			return c, fmt.Errorf("--only retention-read with --retention-read-versions none measures nothing")
 		}
 		// Nothing else runs: no peers, test servers or tables to set up.
 		c.Sizes, c.GCSSizes, c.AzureSizes, c.LocalSizes, c.Peers = nil, nil, nil, nil, nil
@@ -279,13 +295,17 @@ func run(ctx context.Context, c config, args []string) error {
 // ignored by git: BENCHMARKS.md is the record.
 const rawPath = ".bench/last-run.json"
 
-// rawRetentionPath keeps the last --only retention run's.
+// rawRetentionPath keeps the last --only retention (or retention-read)
+// run's.
 const rawRetentionPath = ".bench/last-retention-run.json"
 
 func saveRaw(repo string, rep *report) error {
 	p := filepath.Join(repo, rawPath)
-	if rep.Config.Only == "retention" {
+	switch rep.Config.Only {
+	case "retention":
 		p = filepath.Join(repo, rawRetentionPath)
+	case "retention-read":
+		p = filepath.Join(repo, ".bench/last-retention-read-run.json")
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -339,12 +359,18 @@ func writeResults(out string, rep *report) error {
 	if rep.Config.Only == "retention" {
 		return os.WriteFile(out, []byte(retentionMarks.splice(old, rep.retentionSection())), 0o644)
 	}
+	if rep.Config.Only == "retention-read" {
+		return os.WriteFile(out, []byte(retReadMarks.splice(old, rep.retentionReadSection())), 0o644)
+	}
 	doc := rep.markdown()
 	if len(rep.Memory) == 0 && memoryMarks.of(old) != "" {
 		doc = memoryMarks.splice(doc, memoryMarks.of(old))
 	}
 	if len(rep.Retention) == 0 && retentionMarks.of(old) != "" {
 		doc = retentionMarks.splice(doc, retentionMarks.of(old))
+	}
+	if len(rep.RetentionRead) == 0 && retReadMarks.of(old) != "" {
+		doc = retReadMarks.splice(doc, retReadMarks.of(old))
 	}
 	return os.WriteFile(out, []byte(doc), 0o644)
 }

@@ -31,6 +31,8 @@ type report struct {
 	MemLimits   shipped
 	MemOnly     bool
 	Retention   []*retSeries
+	// RetentionRead are the version-reading scenarios (retention_read.go).
+	RetentionRead []*retSeries
 	// Partial is set while scenarios remain: the report is written after
 	// each one, so an interrupted full run (it takes well over an hour on
 	// two cores) still leaves its finished measurements.
@@ -342,6 +344,9 @@ func (r *report) markdown() string {
 	}
 	if len(r.Retention) > 0 {
 		w("\n%s", r.retentionSection())
+	}
+	if len(r.RetentionRead) > 0 {
+		w("\n%s", r.retentionReadSection())
 	}
 
 	w("\n## Commands\n\n```\n")

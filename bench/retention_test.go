@@ -64,3 +64,34 @@ func TestRetentionTarget(t *testing.T) {
 	require.Empty(t, local.retentionTargets())
 	require.True(t, strings.Contains(r.retentionSection(), retEnd))
 }
+
+// --only retention-read runs the version-reading scenarios alone, at 1,000
+// and 10,000 versions unless told otherwise, and rewrites their section
+// alone.
+func TestParseRetentionReadFlags(t *testing.T) {
+	c, err := parseFlags([]string{"--only", "retention-read", "--retention", "s3"})
+	require.NoError(t, err)
+	require.Equal(t, []int{1000, 10000}, c.RetentionRead)
+	require.Equal(t, []string{"s3"}, c.Retention)
+	require.Empty(t, c.Sizes, "nothing but the read scenarios runs")
+	c, err = parseFlags([]string{"--retention-read-versions", "500"})
+	require.NoError(t, err)
+	require.Equal(t, []int{500}, c.RetentionRead)
+	c, err = parseFlags([]string{"--retention-read-versions", "none"})
+	require.NoError(t, err)
+	require.Empty(t, c.RetentionRead)
+	_, err = parseFlags([]string{"--only", "retention-read", "--retention-read-versions", "none"})
+	require.Error(t, err)
+
+	sec := func(body string) string { return retReadBegin + "\n" + body + "\n" + retReadEnd + "\n" }
+	doc := "# B\n\n" + sec("old") + "\n" + retBegin + "\nkept\n" + retEnd + "\n"
+	require.Equal(t, "# B\n\n"+sec("new")+"\n"+retBegin+"\nkept\n"+retEnd+"\n", retReadMarks.splice(doc, sec("new")))
+	r := &report{RetentionRead: []*retSeries{
+		{Scenario: "read-s3/1000", Contender: contReaper, Tables: 1, Versions: 1000, Samples: []retSample{{Wall: time.Second}}},
+		{Scenario: "read-s3/1000", Contender: contLance, Tables: 1, Versions: 1000, Samples: []retSample{{Wall: 5 * time.Second, Call: 4 * time.Second}}},
+	}}
+	s := r.retentionReadSection()
+	require.True(t, strings.HasPrefix(s, retReadBegin))
+	require.Contains(t, s, "| 0.25x of the call, 0.20x of the process |")
+	require.True(t, strings.HasSuffix(s, retReadEnd+"\n"))
+}

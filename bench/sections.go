@@ -10,6 +10,7 @@ type section struct{ begin, end string }
 var (
 	memoryMarks    = section{memBegin, memEnd}
 	retentionMarks = section{retBegin, retEnd}
+	retReadMarks   = section{retReadBegin, retReadEnd}
 )
 
 // splice puts text (the whole section, markers included) in place of doc's

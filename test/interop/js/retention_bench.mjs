@@ -23,6 +23,12 @@
 //     over a database's tables today. Prints {"ms" (the loop, without Node's
 //     start), "tables": [{"name", "ms", "old_versions_removed",
 //     "bytes_removed"}]}.
+//
+//   node retention_bench.mjs versions <uri> <spec JSON>
+//     spec: {"storage_options": {...}, "table": name}
+//     openTable, then listVersions(): the client reading every version of
+//     one table, nothing deleted. Prints {"ms" (openTable and
+//     listVersions, without Node's start and connect), "versions"}.
 import * as lancedb from "@lancedb/lancedb";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -141,12 +147,21 @@ async function cleanup(uri, spec) {
   return { ms: performance.now() - start, tables };
 }
 
+async function versions(uri, spec) {
+  const db = await lancedb.connect(uri, spec.storage_options ? { storageOptions: spec.storage_options } : {});
+  const start = performance.now();
+  const t = await db.openTable(spec.table);
+  const vs = await t.listVersions();
+  return { ms: performance.now() - start, versions: vs.length };
+}
+
 async function main() {
   const [cmd, where, specJSON] = process.argv.slice(2);
   const spec = JSON.parse(specJSON);
   let out;
   if (cmd === "build") out = await build(where, spec);
   else if (cmd === "cleanup") out = await cleanup(where, spec);
+  else if (cmd === "versions") out = await versions(where, spec);
   else throw new Error(`unknown command ${cmd}`);
   process.stdout.write(JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
 }
