@@ -33,6 +33,8 @@ type report struct {
 	Retention   []*retSeries
 	// RetentionRead are the version-reading scenarios (retention_read.go).
 	RetentionRead []*retSeries
+	// RetentionReadLoad is /proc/loadavg's three figures when they started.
+	RetentionReadLoad string
 	// Partial is set while scenarios remain: the report is written after
 	// each one, so an interrupted full run (it takes well over an hour on
 	// two cores) still leaves its finished measurements.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -37,6 +39,9 @@ func readShape(n int) retentionShape {
 // retentionReadScenarios runs the read scenarios on S3 (gw) and on the
 // local disk, as c asks.
 func retentionReadScenarios(ctx context.Context, c config, t tools, gw *gateway, rep *report, checkpoint func() error) error {
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil && len(c.RetentionRead) > 0 {
+		rep.RetentionReadLoad = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
 	for _, n := range c.RetentionRead {
 		shape := readShape(n)
 		fx, err := cachedFixture(ctx, c, t, shape)
@@ -167,6 +172,9 @@ func (r *report) retentionReadSection() string {
 	w("One table written by the LanceDB client (@lancedb/lancedb %s, test/interop/js/retention_bench.mjs build, as the retention section's single table: appends, deletes and updates, a compaction every 400 versions), 1,000 and 10,000 versions long, about 10 files a version. Nothing is deleted: both contenders read the same copy, on S3 (versitygw, one bucket holding a `cp -a` copy) and on the local disk (the cached fixture itself).\n\n", r.Tools.Versions["lancedb"])
 	w("- **reaper**: `reaper retain --dry-run --before <cutoff> t0`, the whole process: the root's listing, a listing of each of the table's directories, every manifest read once (%d at a time), the plan, and its JSON (every file the plan would delete) written out.\n", lance.ReadConcurrency)
 	w("- **lancedb**: one Node process: `openTable` then `listVersions()`, which reads every manifest for its version, timestamp and metadata. *call* is those two calls alone, without Node's start and connect. The client offers no dry run of its cleanup (`optimize` deletes), so this is the nearest read-only measure: it reads what reaper reads but plans nothing.\n\n")
+	if r.RetentionReadLoad != "" {
+		w("The machine's load average (1, 5, 15 min) when the run started: %s, on its %d cores: other processes were running, so the walls carry their noise (min and max say how much); both contenders ran alternately under the same load.\n\n", r.RetentionReadLoad, runtime.NumCPU())
+	}
 	w("| scenario | contender | runs | median wall | min | max | call (median) | reaper / this | versions | peak RSS | requests (server, median run) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var scens []string
 	for _, s := range r.RetentionRead {
@@ -203,12 +211,34 @@ func (r *report) retentionReadSection() string {
 				fmtDur(slices.Min(s.walls())), fmtDur(slices.Max(s.walls())), call, vs, s.Versions, mib(s.maxRSS()), req)
 		}
 	}
+	w("\n%s", readAnalysis(scens, find))
 	w("\n```\n")
 	for _, s := range r.RetentionRead {
 		if s.Command != "" && len(s.Samples) > 0 {
-			w("# %s, %s\n%s\n", s.Scenario, s.Contender, s.Command)
+			w("# %s, %s\n%s\n", s.Scenario, s.Contender, strings.ReplaceAll(s.Command, r.Config.Repo+"/", ""))
 		}
 	}
 	w("```\n\n%s\n", retReadEnd)
+	return b.String()
+}
+
+// readAnalysis says, from the run's numbers, what the two contenders
+// spent: requests alike, so the difference is the process's own work.
+func readAnalysis(scens []string, find func(scen, name string) *retSeries) string {
+	var b strings.Builder
+	for _, scen := range scens {
+		rs, lc := find(scen, contReaper), find(scen, contLance)
+		if rs == nil || lc == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "**%s.** reaper %s against the client's %s (call) and %s (process): %.2fx of the call", scen,
+			fmtDur(rs.wall()), fmtDur(lc.call()), fmtDur(lc.wall()), rs.wall().Seconds()/lc.call().Seconds())
+		if rs.Samples[0].Server != nil {
+			fmt.Fprintf(&b, "; %d requests against %d (GetObject %d against %d: each manifest once on both sides)",
+				sum(rs.requests()), sum(lc.requests()), rs.requests()["GetObject"], lc.requests()["GetObject"])
+		}
+		fmt.Fprintf(&b, "; peak RSS %s against %s. reaper keeps every version's file list to plan (the client's listVersions keeps a version's number and time), and writes the plan's every file as JSON.\n\n",
+			mib(rs.maxRSS()), mib(lc.maxRSS()))
+	}
 	return b.String()
 }
