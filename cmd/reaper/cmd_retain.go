@@ -66,8 +66,11 @@ With --config (or --set, --shard, --pushgateway, --textfile) retain covers
 every root of the configuration, the configured roots and those its discover
 patterns find, as purge --config does; --root replaces them. The rows then
 carry their root (a ROOT column, "root" in the JSON), and roots that could
-not be read are listed (ROOTS FAILED, "failed_roots"). Every root's clock is
-read and the cutoff checked before anything is deleted. A dry run over every
+not be read are listed (ROOTS FAILED, "failed_roots"). Without --older-than
+and --before each root takes the policy of its retention section (retention:
+at the top, or the root's or its discover pattern's own), and the roots
+where it is not enabled are left out. Every root's clock is read and the
+cutoff checked before anything is deleted. A dry run over every
 live table of a root sets reaper_retention_reclaimable_bytes and
 reaper_retention_reclaimable_versions of that root, pushed or written with
 --pushgateway or --textfile (metrics.pushgateway, metrics.textfile).
@@ -110,12 +113,19 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
+	if o.configured() && o.OlderThan == 0 && o.Before == "" {
+		// Each root's policy is its retention section's.
+		if o.KeepVersions > 1 || o.DeleteUnverified || o.UnverifiedAfter != 0 {
+			return usagef("retain: --keep-versions, --delete-unverified and --unverified-after go with --older-than or --before; without them each root's retention section sets them")
+		}
+		return runRetainRoots(ctx, o, nil, stdout)
+	}
 	p, err := o.policy("retain")
 	if err != nil {
 		return err
 	}
 	if o.configured() {
-		return runRetainRoots(ctx, o, p, stdout)
+		return runRetainRoots(ctx, o, &p, stdout)
 	}
 	floor, err := o.ttlFloor()
 	if err != nil {

@@ -22,17 +22,19 @@ func (o retainOptions) configured() bool {
 	return o.ConfigPath != "" || len(o.Sets) > 0 || o.Shard != "" || o.Pushgateway != "" || o.Textfile != ""
 }
 
-// openedRoot is one root of the configuration, opened, with the store's
-// clock read.
+// openedRoot is one root of the configuration, opened, with its policy.
 type openedRoot struct {
-	uri string
-	ns  *reaper.Namespace
+	uri    string
+	ns     *reaper.Namespace
+	policy reaper.RetentionPolicy
 }
 
 // runRetainRoots plans or runs retention on every root of the
-// configuration. Every root's clock is read, and the cutoff checked
-// against safety.min_ttl on each, before anything is deleted anywhere.
-func runRetainRoots(ctx context.Context, o retainOptions, p reaper.RetentionPolicy, stdout io.Writer) error {
+// configuration, with policy p, or with each root's retention section when
+// p is nil (roots where it is not enabled are left out). Every root's
+// clock is read, and the cutoff checked against safety.min_ttl on each,
+// before anything is deleted anywhere.
+func runRetainRoots(ctx context.Context, o retainOptions, p *reaper.RetentionPolicy, stdout io.Writer) error {
 	rt, err := newRuntime(ctx, o.storeOptions, o.passFlags)
 	if err != nil {
 		return err
@@ -49,7 +51,14 @@ func runRetainRoots(ctx context.Context, o retainOptions, p reaper.RetentionPoli
 	}
 	floor := rt.cfg.Safety.MinTTL.D()
 	var opened []openedRoot
+	enabled := 0
 	for _, r := range rs {
+		policy, ok := rootPolicy(rt.cfg, r, p)
+		if !ok {
+			rt.log.Info("retention not enabled on this root: left out", "root", r.URI)
+			continue
+		}
+		enabled++
 		ns, err := openRoot(ctx, o, rt, r)
 		var now time.Time
 		if err == nil {
@@ -59,17 +68,20 @@ func runRetainRoots(ctx context.Context, o retainOptions, p reaper.RetentionPoli
 			rep.failRoot(r.URI, err)
 			continue
 		}
-		if err := checkCutoff(p, now, floor, rt.cfg.Safety.AllowShortTTL); err != nil {
+		if err := checkCutoff(policy, now, floor, rt.cfg.Safety.AllowShortTTL); err != nil {
 			return err
 		}
-		opened = append(opened, openedRoot{uri: r.URI, ns: ns})
+		opened = append(opened, openedRoot{uri: r.URI, ns: ns, policy: policy})
+	}
+	if enabled == 0 && len(rs) > 0 {
+		return usagef("retain: retention is enabled on none of the %d root(s) of the configuration: pass --older-than or --before, or set retention.enabled: true (at the top, or in a root's or discover pattern's retention section)", len(rs))
 	}
 	for _, r := range opened {
 		if ctx.Err() != nil {
 			break
 		}
 		before := len(rep.plans)
-		if err := rep.root(ctx, r.uri, r.ns, p, o.Names); err != nil {
+		if err := rep.root(ctx, r.uri, r.ns, r.policy, o.Names); err != nil {
 			rep.failRoot(r.uri, err)
 			continue
 		}
@@ -89,6 +101,17 @@ func runRetainRoots(ctx context.Context, o retainOptions, p reaper.RetentionPoli
 		return &failedError{op: "retain", msg: exportErr.Error()}
 	}
 	return nil
+}
+
+// rootPolicy is root r's policy: p when given, else its retention
+// section's when enabled there (ok false: left out).
+func rootPolicy(cfg config.Config, r config.Root, p *reaper.RetentionPolicy) (reaper.RetentionPolicy, bool) {
+	if p != nil {
+		return *p, true
+	}
+	rr := cfg.RetentionFor(r)
+	return reaper.RetentionPolicy{OlderThan: rr.OlderThan.D(), KeepVersions: rr.KeepVersions,
+		DeleteUnverified: rr.DeleteUnverified, UnverifiedAfter: rr.UnverifiedAfter.D()}, rr.Enabled
 }
 
 // reclaimableOf sums one root's plans for its gauges.

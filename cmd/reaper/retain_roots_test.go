@@ -236,3 +236,33 @@ func TestRetainConfigGauges(t *testing.T) {
 		require.Contains(t, text, fmt.Sprintf("reaper_retention_reclaimable_versions{root=%q} %d\n", r, versions[r]))
 	}
 }
+
+// Without --older-than and --before, `retain --config` takes each root's
+// policy from its retention section and leaves out the roots where it is
+// not enabled; with none enabled it says what to set.
+func TestRetainConfigPolicyFromConfiguration(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	copyLanceTable(t, a, "events")
+	copyLanceTable(t, b, "events")
+	cfg := filepath.Join(t.TempDir(), "reaper.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("safety:\n  allow_short_ttl: true\nretention:\n  older_than: 1s\nroots:\n  - uri: "+a+
+		"\n    retention:\n      enabled: true\n  - uri: "+b+"\n"), 0o644))
+	code, out, stderr := run(t, "retain", "--config", cfg, "--dry-run", "-o", "json", "--log-level", "error")
+	require.Equal(t, exitOK, code, stderr)
+	var plan retainJSONReport
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	require.Len(t, plan.Tables, 1, "only the root where retention is enabled")
+	require.Equal(t, "file://"+a, plan.Tables[0].Root)
+	require.Equal(t, "planned", plan.Tables[0].Result)
+	require.NotEmpty(t, plan.Tables[0].Removed)
+
+	code, _, stderr = run(t, "retain", "--config", cfg, "--dry-run", "--keep-versions", "3")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, lastLine(stderr), "--keep-versions, --delete-unverified and --unverified-after go with --older-than or --before")
+
+	none := filepath.Join(t.TempDir(), "reaper.yaml")
+	require.NoError(t, os.WriteFile(none, []byte("roots:\n  - uri: "+b+"\n"), 0o644))
+	code, out, stderr = run(t, "retain", "--config", none, "--dry-run")
+	require.Equal(t, exitUsage, code, out)
+	require.Equal(t, "reaper: retain: retention is enabled on none of the 1 root(s) of the configuration: pass --older-than or --before, or set retention.enabled: true (at the top, or in a root's or discover pattern's retention section)", lastLine(stderr))
+}
