@@ -13,9 +13,9 @@ import (
 
 // This file owns `reaper retain` over the roots of a configuration: with
 // --config (or --set, --shard, --pushgateway or --textfile) it covers the
-// roots purge --config covers, the
-// configured ones and those the discover patterns find, sharded as a pass
-// shards them: the runtime's own expansion (runtime.go), not a copy of it.
+// roots purge --config covers, the configured ones and those the discover
+// patterns find, sharded as a pass shards them: the runtime's own
+// expansion (runtime.go), not a copy of it.
 
 // configured reports whether retain runs over the configuration's roots.
 func (o retainOptions) configured() bool {

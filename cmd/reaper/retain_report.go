@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lance-reaper/reaper"
+)
+
+// This file owns the report of `reaper retain`: the plans of a dry run or
+// the results of each table's run, over one root or the roots of a
+// configuration, as a table or JSON, and the exit status they make.
+
+// retainReport gathers what retain did on each root: the plans of a dry
+// run, or the results of each table's run, and the roots that failed.
+type retainReport struct {
+	dryRun bool
+	// withRoot: the rows carry their root (a run over a configuration).
+	withRoot bool
+	plans    []retainJSON
+	runs     []retainRunJSON
+	// failedRoots could not be opened, read or listed; discovery says a
+	// discover pattern could not be expanded.
+	failedRoots []failedRootJSON
+	discovery   []string
+	// misconfigured counts the failed roots the configuration must fix
+	// (credentials, a missing bucket: objstore.ErrMisconfigured).
+	misconfigured int
+}
+
+// failRoot records a root that could not be worked on.
+func (r *retainReport) failRoot(root string, err error) {
+	msg := err.Error()
+	if se := storeError(root, err); se != err {
+		r.misconfigured++
+		msg = strings.TrimPrefix(se.Error(), root+": ")
+	}
+	r.failedRoots = append(r.failedRoots, failedRootJSON{Root: root, Error: msg})
+}
+
+// failedRootJSON is a root retain could not work on.
+type failedRootJSON struct {
+	Root  string `json:"root"`
+	Error string `json:"error"`
+}
+
+// root plans, or runs, retention on the named tables of one root, or on
+// its every live table; root is the rows' root ("" on a single root). The
+// error is for the root as a whole.
+func (r *retainReport) root(ctx context.Context, root string, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string) error {
+	if !r.dryRun {
+		rows, err := retainTables(ctx, ns, p, names)
+		for i := range rows {
+			rows[i].Root = root
+		}
+		r.runs = append(r.runs, rows...)
+		return err
+	}
+	plans, err := ns.PlanRetention(ctx, p, names...)
+	if err != nil {
+		return err
+	}
+	for _, pl := range plans {
+		r.plans = append(r.plans, retainJSONOf(root, pl))
+	}
+	return nil
+}
+
+// failed counts the tables that failed.
+func (r *retainReport) failed() (failed, all int) {
+	for _, pl := range r.plans {
+		if pl.Result == reaper.RetentionFailed {
+			failed++
+		}
+	}
+	for _, row := range r.runs {
+		if row.Result == "failed" {
+			failed++
+		}
+	}
+	return failed, len(r.plans) + len(r.runs)
+}
+
+// finish prints the report and returns the exit status's error.
+func (r *retainReport) finish(ctx context.Context, o retainOptions, stdout io.Writer) error {
+	var err error
+	switch {
+	case o.Output == formatJSON:
+		err = r.writeJSON(stdout)
+	case r.dryRun:
+		err = r.renderPlans(stdout)
+	default:
+		err = r.renderRuns(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil && !r.dryRun {
+		return err
+	}
+	failed, all := r.failed()
+	switch {
+	case r.misconfigured > 0:
+		// The report names each root and what to set.
+		return usagef("retain: %d root(s) could not be reached, a configuration error (ROOTS FAILED above, or failed_roots in the JSON, say what to set); nothing in them was retained", r.misconfigured)
+	case len(r.failedRoots) > 0:
+		return &failedError{op: "retain", msg: fmt.Sprintf("retain: %d root(s) could not be read and %d table(s) failed; see the lines above", len(r.failedRoots), failed)}
+	case failed > 0:
+		return &failedError{op: "retain", failed: failed, all: all}
+	case len(r.discovery) > 0:
+		return &failedError{op: "retain", msg: "retain: root discovery incomplete, some roots were not visited: " + strings.Join(r.discovery, "; ")}
+	}
+	return nil
+}
+
+// retainJSON is one table of `retain --dry-run -o json`.
+type retainJSON struct {
+	Root     string     `json:"root,omitempty"`
+	Name     string     `json:"name"`
+	Result   string     `json:"result"`
+	Reason   string     `json:"reason,omitempty"`
+	Kept     []uint64   `json:"versions_kept"`
+	Removed  []uint64   `json:"versions_removed"`
+	Files    []fileJSON `json:"files"`
+	Bytes    int64      `json:"bytes"`
+	Versions int        `json:"versions"`
+	// cutoff is for the table form's note.
+	cutoff time.Time
+}
+
+type fileJSON struct {
+	Key   string `json:"key"`
+	Bytes int64  `json:"bytes"`
+	Why   string `json:"why"`
+}
+
+func retainJSONOf(root string, p reaper.RetentionPlan) retainJSON {
+	t := retainJSON{Root: root, Name: p.Name, Result: p.Result, Reason: p.Reason, Kept: []uint64{}, Removed: []uint64{},
+		Files: []fileJSON{}, Bytes: p.Bytes, Versions: p.Versions, cutoff: p.Cutoff}
+	for _, k := range p.Kept {
+		t.Kept = append(t.Kept, k.Version)
+	}
+	t.Removed = append(t.Removed, p.Removed...)
+	for _, f := range p.Files {
+		t.Files = append(t.Files, fileJSON{Key: f.Key, Bytes: f.Bytes, Why: f.Why})
+	}
+	return t
+}
+
+// writeJSON writes {"tables":[...]} (plans or runs), and "failed_roots"
+// when a root could not be read.
+func (r *retainReport) writeJSON(w io.Writer) error {
+	out := struct {
+		Tables      any              `json:"tables"`
+		FailedRoots []failedRootJSON `json:"failed_roots,omitempty"`
+		Discovery   []string         `json:"discovery_errors,omitempty"`
+	}{Tables: r.runs, FailedRoots: r.failedRoots, Discovery: r.discovery}
+	if r.dryRun {
+		out.Tables = r.plans
+		if r.plans == nil {
+			out.Tables = []retainJSON{}
+		}
+	} else if r.runs == nil {
+		out.Tables = []retainRunJSON{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// header is the table form's header, with a ROOT column over roots.
+func (r *retainReport) header(cols ...string) string {
+	if r.withRoot {
+		cols = append([]string{"ROOT"}, cols...)
+	}
+	return strings.Join(cols, "\t")
+}
+
+// cells joins a row's cells, its root first over roots.
+func (r *retainReport) cells(root string, cells ...string) string {
+	if r.withRoot {
+		cells = append([]string{safeText(root)}, cells...)
+	}
+	return strings.Join(cells, "\t")
+}
+
+func (r *retainReport) renderPlans(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, r.header("NAME", "RESULT", "VERSIONS", "REMOVED", "FILES", "BYTES", "NOTE"))
+	var files, bytes int64
+	var tables, unsupported int
+	for _, p := range r.plans {
+		note := "-"
+		switch {
+		case p.Reason != "":
+			note = p.Reason
+		case len(p.Removed) > 0:
+			note = fmt.Sprintf("versions %s removed; cutoff %s", versionRange(p.Removed), formatTime(p.cutoff))
+		}
+		fmt.Fprintln(tw, r.cells(p.Root, displayName(p.Name), p.Result, fmt.Sprint(p.Versions), fmt.Sprint(len(p.Removed)),
+			fmt.Sprint(len(p.Files)), humanBytes(p.Bytes), safeText(note)))
+		if p.Result == reaper.RetentionPlanned {
+			tables++
+			files += int64(len(p.Files))
+			bytes += p.Bytes
+		}
+		if p.Result == reaper.RetentionUnsupported {
+			unsupported++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.renderFailedRoots(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "dry run, nothing was deleted: would remove %d files, %s from %d tables; %d unsupported%s\n",
+		files, humanBytes(bytes), tables, unsupported, r.rootsSummary())
+	return err
+}
+
+// renderFailedRoots lists the roots that could not be read.
+func (r *retainReport) renderFailedRoots(w io.Writer) error {
+	if len(r.failedRoots) == 0 && len(r.discovery) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nROOTS FAILED: %d (not read; nothing in them was retained)\n", len(r.failedRoots)+len(r.discovery))
+	fmt.Fprintln(tw, "  ROOT\tERROR")
+	for _, f := range r.failedRoots {
+		fmt.Fprintf(tw, "  %s\t%s\n", safeText(f.Root), safeText(f.Error))
+	}
+	for _, d := range r.discovery {
+		fmt.Fprintf(tw, "  (discovery)\t%s\n", safeText(d))
+	}
+	fmt.Fprintln(tw)
+	return tw.Flush()
+}
+
+// rootsSummary ends the summary line of a run over roots.
+func (r *retainReport) rootsSummary() string {
+	if n := len(r.failedRoots); n > 0 {
+		return fmt.Sprintf("; %d root(s) could not be read", n)
+	}
+	return ""
+}
+
+// versionRange renders removed versions compactly: "3-17" or "3, 5, 9-12".
+func versionRange(vs []uint64) string {
+	var parts []string
+	for i := 0; i < len(vs); {
+		j := i
+		for j+1 < len(vs) && vs[j+1] == vs[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(vs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", vs[i], vs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// retainRunJSON is one table of `retain -o json` without --dry-run.
+type retainRunJSON struct {
+	Root            string `json:"root,omitempty"`
+	Name            string `json:"name"`
+	Result          string `json:"result"`
+	Reason          string `json:"reason,omitempty"`
+	VersionsDeleted int    `json:"versions_deleted"`
+	Objects         int64  `json:"objects"`
+	Bytes           int64  `json:"bytes"`
+	Finished        bool   `json:"finished"`
+}
+
+func (r *retainReport) renderRuns(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, r.header("NAME", "RESULT", "VERSIONS", "OBJECTS", "BYTES", "NOTE"))
+	var versions int
+	var objects, bytes int64
+	for _, row := range r.runs {
+		note := "-"
+		switch {
+		case row.Reason != "":
+			note = row.Reason
+		case row.Finished:
+			note = "finished an interrupted run"
+		}
+		fmt.Fprintln(tw, r.cells(row.Root, displayName(row.Name), row.Result, fmt.Sprint(row.VersionsDeleted), fmt.Sprint(row.Objects),
+			humanBytes(row.Bytes), safeText(note)))
+		versions += row.VersionsDeleted
+		objects += row.Objects
+		bytes += row.Bytes
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.renderFailedRoots(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "removed %d versions: %d objects, %s from %d tables%s\n", versions, objects, humanBytes(bytes), len(r.runs), r.rootsSummary())
+	return err
+}
