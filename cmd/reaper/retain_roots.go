@@ -8,6 +8,7 @@ import (
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/metrics"
+	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
@@ -105,11 +106,11 @@ func runRetainRoots(ctx context.Context, o retainOptions, p *reaper.RetentionPol
 
 // rootPolicy is root r's policy: p when given, else its retention
 // section's when enabled there (ok false: left out).
-func rootPolicy(cfg config.Config, r config.Root, p *reaper.RetentionPolicy) (reaper.RetentionPolicy, bool) {
+func rootPolicy(cfg config.Config, r roots.Root, p *reaper.RetentionPolicy) (reaper.RetentionPolicy, bool) {
 	if p != nil {
 		return *p, true
 	}
-	rr := cfg.RetentionFor(r)
+	rr := cfg.RetentionFor(r.Retention)
 	return reaper.RetentionPolicy{OlderThan: rr.OlderThan.D(), KeepVersions: rr.KeepVersions,
 		DeleteUnverified: rr.DeleteUnverified, UnverifiedAfter: rr.UnverifiedAfter.D()}, rr.Enabled
 }
@@ -128,7 +129,7 @@ func reclaimableOf(plans []retainJSON) metrics.Reclaimable {
 
 // openRoot opens one root of the configuration as a plain retain opens
 // its --root, with the configuration's defaults.
-func openRoot(ctx context.Context, o retainOptions, rt *runtime, r config.Root) (*reaper.Namespace, error) {
+func openRoot(ctx context.Context, o retainOptions, rt *runtime, r roots.Root) (*reaper.Namespace, error) {
 	return reaper.Open(stack.WithWrapBackend(ctx, o.wrapStore), r.URI, reaper.Options{
 		StorageOptions:  r.StorageOptions,
 		DefaultTTL:      rt.cfg.Defaults.TTL.D(),
