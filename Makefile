@@ -4,6 +4,7 @@ TOOLS     := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 FAKEGCS   := $(TOOLS)/fake-gcs-server
 AZURITE   := $(TOOLS)/azurite-blob
+DYNALITE  := $(TOOLS)/dynalite-server
 DEMO_DIR  ?= $(CURDIR)/var/demo
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
@@ -42,7 +43,7 @@ run: build
 test:
 	@start=$$(date +%s); at() { s=$$(( $$(date +%s) - start )); printf '[%d:%02d]' $$((s / 60)) $$((s % 60)); }; \
 	step() { echo "make test: $$(at) $$1"; shift; $(MAKE) --no-print-directory "$$@" || { echo "make test: $$(at) FAILED in: $$*"; exit 1; }; }; \
-	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing what is missing of: Azurite and the LanceDB client (npm), spin and gcc (sudo apt-get install), promtool, the Pushgateway and node_exporter (Debian's prometheus, prometheus-pushgateway and prometheus-node-exporter, downloaded with apt-get and unpacked into .tools/bin) (first time about 5 min on 2 cores; later seconds)" -j4 go-builds other-tools fmt interop-deps && \
+	step "compiling ./bin/reaper, then versitygw and fake-gcs-server, beside installing what is missing of: Azurite, dynalite and the LanceDB client (npm), spin and gcc (sudo apt-get install), promtool, the Pushgateway and node_exporter (Debian's prometheus, prometheus-pushgateway and prometheus-node-exporter, downloaded with apt-get and unpacked into .tools/bin) (first time about 5 min on 2 cores; later seconds)" -j4 go-builds other-tools fmt interop-deps && \
 	step "go vet with go test's race build (first time about 3 min: it compiles that build; later seconds)" vet && \
 	{ scripts/background.sh $(MAKE) --no-print-directory prebuild >/dev/null 2>&1 & pb=$$!; trap 'kill -- -$$pb 2>/dev/null' EXIT; } && \
 	step "go test -race, test/chaos first (about 5 min; a package unchanged since it passed prints (cached)), with the fuzz and deploy/ builds niced beside it" gotest && \
@@ -73,7 +74,7 @@ gotest:
 	GORACE="$(strip atexit_sleep_ms=0 $(GORACE))" \
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 REAPER_REQUIRE_SPIN=1 \
 	  REAPER_REQUIRE_MOUNTS=1 REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 \
-	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
+	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 REAPER_DYNALITE=$(DYNALITE) REAPER_REQUIRE_DDB=1 \
 	  $(GO) test -race -vet=off -ldflags=-w $(TESTFLAGS) -timeout 25m ./test/chaos ./...
 
 fuzz-test:
@@ -137,7 +138,7 @@ var/image/reaper-%: FORCE
 
 .PHONY: go-tools other-tools go-builds
 ## tools: install the versitygw S3 and fake-gcs-server GCS test servers into .tools/bin, the Azurite
-## Azure Blob test server (npm, into .tools), the spin model checker (apt), and promtool and the
+## Azure Blob and dynalite DynamoDB test servers (npm, into .tools), the spin model checker (apt), and promtool and the
 ## Pushgateway (Debian's packages unpacked into .tools/bin, no service started)
 tools: go-tools other-tools
 ## go-tools: the Go-built test servers, built in tools/ (whose go.mod pins them and holds every module
@@ -148,6 +149,7 @@ go-tools:
 	scripts/install-fake-gcs-server.sh
 other-tools:
 	scripts/install-azurite.sh
+	scripts/install-dynalite.sh
 	scripts/install-spin.sh
 	scripts/install-promtools.sh
 ## go-builds: ./bin/reaper, then the Go-built test servers, one build at a time: each already uses every
@@ -178,7 +180,8 @@ INTEROP := test/interop
 .PHONY: interop interop-deps
 interop: tools build interop-deps
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
-	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
+	  REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 REAPER_DYNALITE=$(DYNALITE) REAPER_REQUIRE_DDB=1 \
+	  $(GO) test -race -count=1 -timeout 10m ./$(INTEROP)/...
 
 ## interop-deps: install the pinned LanceDB client into test/interop/node_modules (npm install, the committed lock)
 interop-deps: $(INTEROP)/node_modules/.package-lock.json
@@ -235,12 +238,12 @@ FUZZ_GOTEST = $(GO) test -tags $(FUZZ_TAGS)
 chaos: tools build
 	REAPER_TEST_BIN=$(CURDIR)/bin/reaper REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
-	  $(GO) test -race -count=1 -timeout 20m ./test/chaos/
+	  REAPER_DYNALITE=$(DYNALITE) REAPER_REQUIRE_DDB=1 $(GO) test -race -count=1 -timeout 20m ./test/chaos/
 
 soak: tools
 	REAPER_TEST_SOAK=1 REAPER_TEST_CHAOS_RACE_BIN=1 REAPER_VERSITYGW=$(VERSITYGW) REAPER_REQUIRE_S3=1 \
 	  REAPER_FAKE_GCS=$(FAKEGCS) REAPER_REQUIRE_GCS=1 REAPER_AZURITE=$(AZURITE) REAPER_REQUIRE_AZURE=1 \
-	  $(GO) test -race -count=1 -timeout 8h -v ./test/chaos/
+	  REAPER_DYNALITE=$(DYNALITE) REAPER_REQUIRE_DDB=1 $(GO) test -race -count=1 -timeout 8h -v ./test/chaos/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 fuzz:

@@ -1,8 +1,8 @@
 // Package reaper is the embeddable API of reaper, the purge-and-retention
 // worker for Lance / LanceDB databases. Open a database root (a local
 // directory, /abs/path or file:///abs/path, or a prefix in S3 (s3://),
-// Google Cloud Storage (gs://) or Azure Blob Storage (az://, abfss://)) and
-// drop, revive, inspect, hold and purge its tables with Lance's soft-delete
+// Google Cloud Storage (gs://) or Azure Blob Storage (az://, abfss://), or
+// an S3 prefix whose tables commit through DynamoDB (s3+ddb://)) and drop, revive, inspect, hold and purge its tables with Lance's soft-delete
 // protocol: drop writes <root>/<name>.deleted, purge reclaims
 // <root>/<name>.lance/ once the marker's TTL has passed, under a lease that
 // holds across processes and machines. Released LanceDB versions do not
@@ -156,6 +156,9 @@ type Options struct {
 	//     azure_storage_endpoint, azure_storage_sas_key,
 	//     azure_storage_use_emulator, azure_tenant_id (and object_store's
 	//     other spellings of them); without them, DefaultAzureCredential.
+	//   - s3+ddb://: the s3:// names and dynamodb_endpoint (else
+	//     DYNAMODB_ENDPOINT, as Lance reads it); one credentials chain and
+	//     region for S3 and DynamoDB.
 	StorageOptions map[string]string
 	// DefaultTTL for drops without a TTL and markers without ttl_ms (7 days).
 	DefaultTTL time.Duration
@@ -192,8 +195,11 @@ type Namespace struct {
 }
 
 // Open opens the database root at rootURI: "/abs/path", "file:///abs/path",
-// "s3://bucket/prefix", "gs://bucket/prefix", "az://container/prefix" or
-// "abfss://container@account.dfs.core.windows.net/prefix". It does not list
+// "s3://bucket/prefix", "gs://bucket/prefix", "az://container/prefix",
+// "abfss://container@account.dfs.core.windows.net/prefix" or
+// "s3+ddb://bucket/prefix?ddbTableName=T" (Lance's S3 tables committing
+// through the DynamoDB table T, whose rows purge and retention delete with
+// the versions they name). It does not list
 // the root; the first call does.
 // The store it opens is the one the reaper CLI uses: transient failures are
 // retried with backoff, throttling slows this Namespace down, and every call

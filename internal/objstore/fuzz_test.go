@@ -10,6 +10,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/azure/azuri"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
+	"github.com/lance-reaper/reaper/internal/objstore/s3ddb/ddburi"
 )
 
 // fuzzForms are the root-URI forms FuzzParseLocation runs on: every form
@@ -22,7 +23,8 @@ import (
 func fuzzForms() []objstore.URIForm {
 	forms := local.Backend().Forms
 	forms = append(forms, objstore.BucketForm("s3"), objstore.BucketForm("gs"))
-	return append(forms, azuri.Forms()...)
+	forms = append(forms, azuri.Forms()...)
+	return append(forms, ddburi.Forms()...)
 }
 
 // FuzzParseLocation checks the root-URI grammar on any string. Seeds live in
@@ -39,6 +41,7 @@ func FuzzParseLocation(f *testing.F) {
 	f.Add("gs://bucket/prefix")
 	f.Add("az://container/prefix")
 	f.Add("abfss://container@account.dfs.core.windows.net/prefix")
+	f.Add("s3+ddb://bucket/prefix?ddbTableName=lance")
 	f.Fuzz(func(t *testing.T, uri string) {
 		forms := fuzzForms()
 		loc, err := objstore.ParseLocation(uri, forms)
@@ -70,6 +73,15 @@ func FuzzParseLocation(f *testing.F) {
 			if loc.Prefix != "" {
 				require.NoError(t, objstore.ValidateKey(loc.Prefix))
 			}
+			require.Empty(t, loc.Path)
+		case ddburi.Scheme:
+			require.NotEmpty(t, loc.Bucket)
+			require.False(t, strings.ContainsAny(loc.Bucket, "/?#"), "bucket %q", loc.Bucket)
+			require.False(t, strings.HasPrefix(loc.Prefix, "/") || strings.HasSuffix(loc.Prefix, "/"), "prefix %q", loc.Prefix)
+			if loc.Prefix != "" {
+				require.NoError(t, objstore.ValidateKey(loc.Prefix))
+			}
+			require.Regexp(t, `^[A-Za-z0-9_.-]{3,255}$`, ddburi.Table(loc))
 			require.Empty(t, loc.Path)
 		default:
 			t.Fatalf("unknown scheme %q from %q", loc.Scheme, uri)

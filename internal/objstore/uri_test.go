@@ -78,7 +78,7 @@ func TestParseLocationDispatch(t *testing.T) {
 	require.Equal(t, objstore.Location{Scheme: "s3", Bucket: "specialist", Prefix: "db"}, loc)
 
 	_, err = objstore.ParseLocation("data/db", fuzzForms())
-	require.EqualError(t, err, `root URI "data/db": relative paths are not accepted; use an absolute path (accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix, abfss://container@account.dfs.core.windows.net/prefix)`)
+	require.EqualError(t, err, `root URI "data/db": relative paths are not accepted; use an absolute path (accepted forms: /abs/path, file:///abs/path, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix, abfss://container@account.dfs.core.windows.net/prefix, s3+ddb://bucket/prefix?ddbTableName=T)`)
 	_, err = objstore.ParseLocation("data/db", []objstore.URIForm{objstore.BucketForm("s3")})
 	require.EqualError(t, err, `root URI "data/db": not a URI (accepted forms: s3://bucket/prefix)`)
 	_, err = objstore.ParseLocation("ftp://h/db", []objstore.URIForm{objstore.BucketForm("s3")})

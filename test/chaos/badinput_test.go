@@ -77,7 +77,7 @@ func badCases() []badCase {
 		{name: "root does not exist", args: func(*backend, string) []string {
 			return []string{"purge", "-o", "json", "--root", "/nonexistent/reaper-chaos"}
 		}, code: 2, out: "reaper: purge: /nonexistent/reaper-chaos: directory does not exist; create it (mkdir -p /nonexistent/reaper-chaos)"},
-		{name: "storage option on a local root", args: purgeRoot("--storage-option", "aws_region=eu-west-1"), code: 2, out: "storage options apply to az://, gs:// and s3:// locations only"},
+		{name: "storage option on a local root", args: purgeRoot("--storage-option", "aws_region=eu-west-1"), code: 2, out: "storage options apply to az://, gs://, s3:// and s3+ddb:// locations only"},
 		{name: "unknown storage option", s3: true, args: purgeRoot("--storage-option", "aws_endpont=http://x"), code: 2, out: `unknown storage option "aws_endpont"`},
 		{name: "plain http endpoint without allow_http", s3: true, args: func(b *backend, _ string) []string {
 			return []string{"purge", "--root", b.uri, "--storage-option", "aws_endpoint=" + b.srv.Endpoint}

@@ -21,6 +21,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/gcs"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3ddb"
 )
 
 // Default returns the registry of every backend reaper ships.
@@ -31,6 +32,7 @@ func Default() *Registry {
 		s3.Backend(),
 		gcs.Backend(),
 		azure.Backend(),
+		s3ddb.Backend(),
 	} {
 		if err := r.Register(b); err != nil {
 			panic(err) // a programming error in the list above

@@ -14,6 +14,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3ddb"
 )
 
 // This file owns the backends every package's store tests run on, so a new
@@ -56,7 +57,10 @@ type Root struct {
 	// Azure is the server and container on the Azure backend (nil
 	// otherwise); the root's keys are under RootPrefix there.
 	Azure *AzureServer
-	open  func(t testing.TB) objstore.Store
+	// DDB is the DynamoDB server and commit table of an s3+ddb:// root (nil
+	// otherwise); its objects are on S3, under RootPrefix.
+	DDB  *DDBServer
+	open func(t testing.TB) objstore.Store
 }
 
 // Open opens a bare store on the root (no retries, no metrics). Each call
@@ -82,13 +86,19 @@ var (
 	// AzureStore is an Azure Blob emulator (Azurite, see Azure), each root
 	// under RootPrefix of a fresh container.
 	AzureStore = Backend{Name: "azure", Scheme: azure.Scheme, NewRoot: newAzureRoot}
+	// S3DDBStore is an s3+ddb:// root: its objects on the S3 server, each
+	// under RootPrefix of a fresh bucket, its commit rows in a fresh table
+	// of the DynamoDB server (dynalite, see DDB).
+	S3DDBStore = Backend{Name: "s3+ddb", Scheme: s3ddb.Scheme, NewRoot: newS3DDBRoot}
 )
 
 // Backends are every backend, memory first.
-func Backends() []Backend { return []Backend{Memory, Local, S3Store, GCSStore, AzureStore} }
+func Backends() []Backend {
+	return []Backend{Memory, Local, S3Store, GCSStore, AzureStore, S3DDBStore}
+}
 
 // Shared are the backends whose roots other processes can open too.
-func Shared() []Backend { return []Backend{Local, S3Store, GCSStore, AzureStore} }
+func Shared() []Backend { return []Backend{Local, S3Store, GCSStore, AzureStore, S3DDBStore} }
 
 // ForEachBackend runs fn as a subtest per backend, in order; with no
 // backends given, on Backends(). fn makes its roots with b.NewRoot.
@@ -164,6 +174,29 @@ func newAzureRoot(t testing.TB) Root {
 		return s
 	}
 	return Root{Backend: "azure", URI: uri, Options: srv.Options(), Azure: &srv, open: open}
+}
+
+func newS3DDBRoot(t testing.TB) Root {
+	srv := S3(t)
+	ddb := DDB(t)
+	uri := S3DDBURI(srv, ddb, RootPrefix)
+	opts := srv.Options()
+	opts["dynamodb_endpoint"] = ddb.Endpoint
+	open := func(t testing.TB) objstore.Store {
+		t.Helper()
+		loc, err := all.ParseLocation(uri)
+		require.NoError(t, err)
+		s, err := s3ddb.Open(t.Context(), loc, opts, objstore.OpenEnv{})
+		require.NoError(t, err, "open %s", uri)
+		return s
+	}
+	return Root{Backend: "s3+ddb", URI: uri, Options: opts, S3: &srv, DDB: &ddb, open: open}
+}
+
+// S3DDBURI is the s3+ddb:// root URI of srv's bucket under prefix,
+// committing through ddb's table.
+func S3DDBURI(srv S3Server, ddb DDBServer, prefix string) string {
+	return "s3+ddb" + strings.TrimPrefix(srv.URI(prefix), "s3") + "?ddbTableName=" + ddb.Table
 }
 
 // LocalPath is where key of a local root is on disk.

@@ -84,13 +84,14 @@ func required(env string) bool {
 	return os.Getenv(env) == "1" || os.Getenv("CI") == "true"
 }
 
-// Main runs the tests, then stops the S3, GCS and Azure test servers: call it
-// from TestMain.
+// Main runs the tests, then stops the S3, GCS, Azure and DynamoDB test
+// servers: call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	StopS3()
 	StopGCS()
 	StopAzure()
+	StopDDB()
 	os.Exit(code)
 }
 
