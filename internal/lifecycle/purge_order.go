@@ -128,7 +128,9 @@ const (
 //  6. verify: an old object the store kept is deleted alone and named in
 //     the error if it survives; a new one is a writer: conflict;
 //  7. remove the table's empty directories (local disks);
-//  8. guard, delete a retention record left beside the table, the commit,
+//  8. guard, delete the table's rows in an external commit store
+//     (s3+ddb://, purge_rows.go: read in step 3; a newer row is a writer:
+//     conflict), a retention record left beside the table, the commit,
 //     then the marker last (if unchanged);
 //  9. release the lease.
 //
@@ -319,6 +321,15 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		}
 		return res, untouched(err)
 	}
+	// The rows of an external commit store (s3+ddb://), read after the
+	// objects: a writer commits its manifest object before its row.
+	seen, err := ns.readRows(ctx, name)
+	if err != nil {
+		if commit != nil {
+			return res, stuckAfterCommit(name, err)
+		}
+		return res, err
+	}
 	// A plan that saw no data judged the table as an orphan marker, which
 	// the pass's rails let through whatever its TTL (nothing to protect).
 	// Data found now (a table moved in with its old times, which the fence
@@ -415,6 +426,12 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	// table now gone: it goes with the table, before the commit.
 	if err := g.check(ctx); err != nil {
 		return res, fmt.Errorf("purge %q: stopped before deleting the marker: %w", name, err)
+	}
+	if err := ns.deleteRows(ctx, name, seen); err != nil {
+		if g.commitETag != "" {
+			err = stuckAfterCommit(name, err)
+		}
+		return res, err
 	}
 	if obj, err := ns.store.Head(ctx, RetainKey(name)); err == nil {
 		if err := ns.store.DeleteIfMatch(ctx, RetainKey(name), obj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {

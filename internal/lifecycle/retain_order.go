@@ -81,7 +81,9 @@ type RetainResult struct {
 //     committed, tagged or branched from since keeps what it references),
 //     then delete the removed versions' manifests, oldest first, in
 //     batches, the guard before each: a version still listed never misses
-//     a file, since files go only after every manifest;
+//     a file, since files go only after every manifest; then their rows in
+//     an external commit store (s3+ddb://, retain_rows.go), never the
+//     newest version's;
 //  7. read them again, narrow again, and delete the files in batches, the
 //     guard before each;
 //  8. guard, then delete the record.
@@ -184,6 +186,9 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 		return res, err
 	}
 	if err := d.delete(ctx, manifestsOf(*rec)); err != nil {
+		return res, err
+	}
+	if err := d.deleteRows(ctx, t, rec.Versions); err != nil {
 		return res, err
 	}
 	res.VersionsRemoved = len(rec.Versions)

@@ -22,6 +22,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
+	"github.com/lance-reaper/reaper/internal/objstore/s3ddb"
 )
 
 // countingStore counts, at each marker read, how many names the root
@@ -279,6 +280,8 @@ func pagedStore(t *testing.T, b objstoretest.Backend, pageSize int) objstore.Sto
 	case *gcs.Store:
 		s.PageSize = pageSize
 	case *azure.Store:
+		s.PageSize = int32(pageSize)
+	case *s3ddb.Store:
 		s.PageSize = int32(pageSize)
 	default:
 		t.Fatalf("%T: no page size to set", s)
