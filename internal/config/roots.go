@@ -14,8 +14,12 @@ import (
 // DiscoverParent returns the directory a discover pattern lists: the
 // pattern without its last segment, which must be exactly "*"
 // ("s3://bucket/tenants/*/" -> s3://bucket/tenants, "/data/*" -> /data).
+// A query names the root's commit table, not a path: it stays on the
+// parent ("s3+ddb://b/tenants/*/?ddbTableName=T" -> s3+ddb://b/tenants?ddbTableName=T),
+// and every child inherits it.
 func DiscoverParent(pattern string) (objstore.Location, error) {
-	trimmed := strings.TrimSuffix(pattern, "/")
+	path, query, hasQuery := strings.Cut(pattern, "?")
+	trimmed := strings.TrimSuffix(path, "/")
 	parent, ok := strings.CutSuffix(trimmed, "/*")
 	switch {
 	case !ok:
@@ -24,6 +28,9 @@ func DiscoverParent(pattern string) (objstore.Location, error) {
 		return objstore.Location{}, fmt.Errorf("discover pattern %q: only the last path segment may be \"*\"", pattern)
 	case parent == "" || parent == "file://":
 		parent += "/"
+	}
+	if hasQuery {
+		parent += "?" + query
 	}
 	loc, err := all.ParseLocation(parent)
 	if err != nil {

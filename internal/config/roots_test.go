@@ -81,3 +81,23 @@ func TestBadLocationListsEveryForm(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoverParentKeepsTheQuery: an s3+ddb:// pattern's query names the
+// roots' commit table, not a path: the parent keeps it, and so every child.
+func TestDiscoverParentKeepsTheQuery(t *testing.T) {
+	for _, tc := range []struct{ pattern, parent, child string }{
+		{"s3+ddb://b/tenants/*/?ddbTableName=lance", "s3+ddb://b/tenants?ddbTableName=lance", "s3+ddb://b/tenants/t1?ddbTableName=lance"},
+		{"s3+ddb://b/tenants/*?ddbTableName=lance", "s3+ddb://b/tenants?ddbTableName=lance", "s3+ddb://b/tenants/t1?ddbTableName=lance"},
+		{"s3+ddb://b/*/?ddbTableName=lance", "s3+ddb://b?ddbTableName=lance", "s3+ddb://b/t1?ddbTableName=lance"},
+		{"s3://b/tenants/*/", "s3://b/tenants", "s3://b/tenants/t1"},
+	} {
+		loc, err := DiscoverParent(tc.pattern)
+		require.NoError(t, err, tc.pattern)
+		require.Equal(t, tc.parent, loc.String(), tc.pattern)
+		require.Equal(t, tc.child, loc.Child("t1").String(), tc.pattern)
+	}
+	_, err := DiscoverParent("s3+ddb://b/tenants/*/x?ddbTableName=lance")
+	require.ErrorContains(t, err, `the last path segment must be exactly "*"`)
+	_, err = DiscoverParent("s3+ddb://b/tenants/*/")
+	require.ErrorContains(t, err, "missing ?ddbTableName")
+}

@@ -30,6 +30,7 @@ func stopBackends() {
 	objstoretest.StopS3()
 	objstoretest.StopGCS()
 	objstoretest.StopAzure()
+	objstoretest.StopDDB()
 }
 
 // childEnv is the env that lets a child process open root too.
@@ -48,7 +49,7 @@ func childEnv(t *testing.T, root objstoretest.Root) []string {
 // where every step is a round trip through a race-instrumented SDK.
 func forEachChildBackend(t *testing.T, fn func(t *testing.T, s objstore.Store, env []string, iters int)) {
 	t.Helper()
-	iters := map[string]int{objstoretest.Local.Name: 12, objstoretest.S3Store.Name: 6, objstoretest.GCSStore.Name: 6, objstoretest.AzureStore.Name: 6}
+	iters := map[string]int{objstoretest.Local.Name: 12, objstoretest.S3Store.Name: 6, objstoretest.GCSStore.Name: 6, objstoretest.AzureStore.Name: 6, objstoretest.S3DDBStore.Name: 6}
 	objstoretest.ForEachBackend(t, func(t *testing.T, b objstoretest.Backend) {
 		t.Parallel()
 		root := b.NewRoot(t)

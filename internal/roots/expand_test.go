@@ -203,13 +203,13 @@ func TestExpandOnEveryBackend(t *testing.T) {
 			require.NoError(t, err, k)
 		}
 		cfg := config.Default()
-		cfg.Discover = []config.Root{{URI: r.URI + "/tenants/*/", StorageOptions: r.Options}}
+		cfg.Discover = []config.Root{{URI: r.Sub("tenants/*/"), StorageOptions: r.Options}}
 		require.NoError(t, cfg.ValidateForPass())
 		got, err := roots.Expand(ctx, cfg, all.Open)
 		require.NoError(t, err)
 		var want []string
 		for _, child := range []string{"a-tables", "b-markers"} {
-			loc, err := all.ParseLocation(r.URI + "/tenants/" + child)
+			loc, err := all.ParseLocation(r.Sub("tenants/" + child))
 			require.NoError(t, err)
 			want = append(want, loc.String())
 		}

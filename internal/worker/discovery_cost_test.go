@@ -155,8 +155,8 @@ func TestDiscoveredRootCostsWhatAConfiguredOneDoes(t *testing.T) {
 					return clock.Wrap(s)
 				}
 				cfg := baseConfig()
-				cfg.Roots = []config.Root{{URI: r.URI + "/configured/b", StorageOptions: r.Options}}
-				cfg.Discover = []config.Root{{URI: r.URI + "/tenants/*/", StorageOptions: r.Options}}
+				cfg.Roots = []config.Root{{URI: r.Sub("configured/b"), StorageOptions: r.Options}}
+				cfg.Discover = []config.Root{{URI: r.Sub("tenants/*/"), StorageOptions: r.Options}}
 				require.NoError(t, cfg.ValidateForPass())
 				w := &Worker{
 					Config: cfg,

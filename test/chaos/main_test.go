@@ -66,6 +66,7 @@ func TestMain(m *testing.M) {
 	objstoretest.StopS3()
 	objstoretest.StopGCS()
 	objstoretest.StopAzure()
+	objstoretest.StopDDB()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	objstoretest.StopS3()
 	objstoretest.StopAzure()
+	objstoretest.StopDDB()
 	os.RemoveAll(binDir)
 	os.Exit(code)
 }

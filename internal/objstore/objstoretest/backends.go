@@ -199,6 +199,19 @@ func S3DDBURI(srv S3Server, ddb DDBServer, prefix string) string {
 	return "s3+ddb" + strings.TrimPrefix(srv.URI(prefix), "s3") + "?ddbTableName=" + ddb.Table
 }
 
+// Sub is the URI of path (relative, "/"-separated, a pattern's "*" and a
+// trailing "/" kept) under the root: inserted before the query of a root
+// that has one (s3+ddb://…?ddbTableName=T), which names the root's commit
+// table, not a path.
+func (r Root) Sub(path string) string {
+	base, query, ok := strings.Cut(r.URI, "?")
+	s := strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(path, "/")
+	if ok {
+		s += "?" + query
+	}
+	return s
+}
+
 // LocalPath is where key of a local root is on disk.
 func (r Root) LocalPath(key string) string {
 	return filepath.Join(r.Dir, filepath.FromSlash(key))

@@ -45,6 +45,9 @@ func TestBackendsOpenFreshSharedRoots(t *testing.T) {
 			require.Equal(t, "gs://"+r.GCS.Bucket+"/lancedb/prod", r.URI)
 		case AzureStore.Name:
 			require.Equal(t, "az://"+r.Azure.Container+"/lancedb/prod", r.URI)
+		case S3DDBStore.Name:
+			require.Equal(t, "s3+ddb://"+r.S3.Bucket+"/lancedb/prod?ddbTableName="+r.DDB.Table, r.URI)
+			require.Equal(t, "s3+ddb://"+r.S3.Bucket+"/lancedb/prod/tenants/*/?ddbTableName="+r.DDB.Table, r.Sub("tenants/*/"))
 		}
 	})
 	var want []string

@@ -103,7 +103,7 @@ func (r *rows) each(ctx context.Context, table string, fn func([]objstore.Commit
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("read commit rows of %s in DynamoDB table %s: %w", base, r.table, err)
+			return fmt.Errorf("read commit rows of %s in DynamoDB table %s: %w", base, r.table, explain(err, r.table))
 		}
 		page := make([]objstore.CommitRow, 0, len(out.Items))
 		for _, item := range out.Items {
@@ -159,7 +159,7 @@ func (r *rows) delete(ctx context.Context, table string, versions []uint64) erro
 			}}}
 		}
 		if err := r.write(ctx, reqs); err != nil {
-			return fmt.Errorf("delete commit rows of %s in DynamoDB table %s: %w", base, r.table, err)
+			return fmt.Errorf("delete commit rows of %s in DynamoDB table %s: %w", base, r.table, explain(err, r.table))
 		}
 		versions = versions[n:]
 	}
@@ -255,4 +255,14 @@ func IsTransient(err error) bool {
 		}
 		return false, false
 	})
+}
+
+// explain says what to fix when the commit table is not where the root
+// names it: a wrong ?ddbTableName, region or dynamodb_endpoint.
+func explain(err error, table string) error {
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return fmt.Errorf("the DynamoDB table %s does not exist there: check the root's ?%s=, aws_region and %s (%w)", table, ddburi.TableQuery, ddburi.Endpoint, err)
+	}
+	return err
 }

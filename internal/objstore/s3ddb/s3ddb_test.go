@@ -167,3 +167,16 @@ func TestOpen(t *testing.T) {
 	require.ErrorContains(t, err, "DYNAMODB_ENDPOINT=")
 	require.ErrorContains(t, err, "allow_http=true")
 }
+
+// TestMissingCommitTable names the table and what to check.
+func TestMissingCommitTable(t *testing.T) {
+	srv := objstoretest.S3(t)
+	ddb := objstoretest.DDB(t)
+	ddb.Table = "no-such-table"
+	opts := srv.Options()
+	opts["dynamodb_endpoint"] = ddb.Endpoint
+	st, err := all.Open(t.Context(), objstoretest.S3DDBURI(srv, ddb, "db"), opts)
+	require.NoError(t, err)
+	err = objstore.CommitRowsOf(st).TableRows(t.Context(), "t.lance", func([]objstore.CommitRow) error { return nil })
+	require.ErrorContains(t, err, "the DynamoDB table no-such-table does not exist there: check the root's ?ddbTableName=, aws_region and dynamodb_endpoint")
+}
