@@ -170,7 +170,7 @@ func TestAuditUsageErrors(t *testing.T) {
 		"inside a table":   {func(o *auditOptions) { o.Location = table }, "inside table directory"},
 		"s3 inside table":  {func(o *auditOptions) { o.Location = "s3://bucket/db/t.lance/audit" }, "inside table directory"},
 		"bad scheme":       {func(o *auditOptions) { o.Location = "ftp://bucket/x" }, "unsupported scheme"},
-		"option on local":  {func(o *auditOptions) { o.StorageOptions = []string{"aws_region=us-east-1"} }, "s3:// roots only"},
+		"option on local":  {func(o *auditOptions) { o.StorageOptions = []string{"aws_region=us-east-1"} }, "s3:// and s3+ddb:// roots only"},
 		"malformed option": {func(o *auditOptions) { o.StorageOptions = []string{"aws_region"} }, "missing '='"},
 		"bad output":       {func(o *auditOptions) { o.Output = "yaml" }, "want table or json"},
 	} {

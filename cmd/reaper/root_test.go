@@ -59,7 +59,7 @@ func TestCommandLine(t *testing.T) {
 		{"unknown storage option", []string{"status", "--root", "s3://bucket/db", "--storage-option", "aws_regoin=us-east-1"}, 2,
 			[]string{`unknown storage option "aws_regoin"`, "aws_region"}, nil, ""},
 		{"storage option on a file root", []string{"status", "--root", root, "--storage-option", "aws_region=us-east-1"}, 2,
-			[]string{"aws_region", "s3:// roots only"}, nil, ""},
+			[]string{"aws_region", "s3:// and s3+ddb:// roots only"}, nil, ""},
 		{"storage option without =", []string{"status", "--root", "s3://bucket/db", "--storage-option", "aws_region"}, 2,
 			[]string{`--storage-option "aws_region": missing '='`}, nil, ""},
 		{"bad ttl", []string{"drop", "--root", root, "--ttl", "7 days", "t"}, 2, []string{`"7 days"`, "7d"}, nil, ""},

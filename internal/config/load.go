@@ -33,6 +33,8 @@ var ignoredEnv = struct{ names, prefixes []string }{
 		"REAPER_REQUIRE_GCS",   // objstoretest: fail instead of skip without GCS
 		"REAPER_AZURITE",       // objstoretest: azurite-blob executable
 		"REAPER_REQUIRE_AZURE", // objstoretest: fail instead of skip without Azurite
+		"REAPER_DYNALITE",      // objstoretest: dynalite-server launcher (s3+ddb)
+		"REAPER_REQUIRE_DDB",   // objstoretest: fail instead of skip without dynalite
 		"REAPER_CLOCK_OFFSET",  // cmd/reaper: shifts the wall clock (chaos replicas)
 		"REAPER_LOCAL_CHILD",   // objstore/local cross-process test child
 		"REAPER_LOCAL_CHILD_ID",

@@ -65,9 +65,17 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
 	}
-	client, err := newClient(ctx, o, endpoint, env.Transport)
+	client, err := newClient(ctx, o, endpoint, env)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", loc, err)
+	}
+	if sdk := client.Options().BaseEndpoint; endpoint == "" && sdk != nil {
+		// AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL or a profile's
+		// endpoint_url: held to the same rule.
+		endpoint, from = *sdk, "the AWS SDK's endpoint settings (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, the profile)"
+		if err := ddburi.CheckEndpoint(endpoint, from, o.S3.AllowHTTP); err != nil {
+			return nil, fmt.Errorf("open %s: %w", loc, err)
+		}
 	}
 	if env.Logger != nil {
 		env.Logger.Debug("dynamodb client", "root", loc.String(), "table", table,
@@ -79,10 +87,10 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 // newClient builds the DynamoDB client: the S3 options' region and keys,
 // else the AWS SDK chain; the region falls back to s3.DefaultRegion, as the
 // S3 client's does.
-func newClient(ctx context.Context, o ddburi.Options, endpoint string, transport http.RoundTripper) (*dynamodb.Client, error) {
+func newClient(ctx context.Context, o ddburi.Options, endpoint string, env objstore.OpenEnv) (*dynamodb.Client, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-		config.WithLogger(sdkLogger{}),
+		config.WithLogger(sdkLogger{env.Logger}),
 	}
 	if o.S3.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.S3.Region))
@@ -102,16 +110,21 @@ func newClient(ctx context.Context, o ddburi.Options, endpoint string, transport
 		if endpoint != "" {
 			do.BaseEndpoint = aws.String(endpoint)
 		}
-		if transport != nil {
-			do.HTTPClient = &http.Client{Transport: transport}
+		if env.Transport != nil {
+			do.HTTPClient = &http.Client{Transport: env.Transport}
 		}
 	}), nil
 }
 
-// sdkLogger keeps the SDK's own log lines off stderr (see the S3
-// backend's: reaper reports what a user must act on itself).
-type sdkLogger struct{}
+// sdkLogger keeps the SDK's own log lines off stderr, at debug level on
+// the open's logger (see the S3 backend's: reaper reports what a user must
+// act on itself). A nil log means slog.Default().
+type sdkLogger struct{ log *slog.Logger }
 
-func (sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	slog.Debug("aws sdk: "+fmt.Sprintf(format, v...), "component", "aws-sdk", "classification", string(c))
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	log := l.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "component", "aws-sdk", "classification", string(c))
 }

@@ -166,6 +166,12 @@ func TestOpen(t *testing.T) {
 	_, err = all.Open(t.Context(), root.URI, noEndpoint)
 	require.ErrorContains(t, err, "DYNAMODB_ENDPOINT=")
 	require.ErrorContains(t, err, "allow_http=true")
+
+	t.Setenv("DYNAMODB_ENDPOINT", "")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", root.DDB.Endpoint)
+	_, err = all.Open(t.Context(), root.URI, noEndpoint)
+	require.ErrorContains(t, err, "AWS_ENDPOINT_URL_DYNAMODB")
+	require.ErrorContains(t, err, "allow_http=true")
 }
 
 // TestMissingCommitTable names the table and what to check.
