@@ -296,7 +296,18 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 	// 3. Identity fence, collecting keys: manifests in memory, the rest
 	// spilled, so nothing is deleted before every object has been checked.
 	// A key the store could not delete refuses the table here, before the
-	// commit, rather than at every batch after it.
+	// commit, rather than at every batch after it. The rows of an external
+	// commit store (s3+ddb://) are read first: a writer puts its manifest
+	// before its row, so a writer after the drop whose row this read sees
+	// left an object the walk's fence sees, and a row written after this
+	// read commits a newer version than it saw (step 8 stops there).
+	seen, err := ns.readRows(ctx, name)
+	if err != nil {
+		if commit != nil {
+			return res, stuckAfterCommit(name, err)
+		}
+		return res, err
+	}
 	fence := ns.fence(m, mobj)
 	manifests := newSpill(ns.opts.SpillDir)
 	defer manifests.close()
@@ -320,15 +331,6 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 			return res, stuckAfterCommit(name, err)
 		}
 		return res, untouched(err)
-	}
-	// The rows of an external commit store (s3+ddb://), read after the
-	// objects: a writer commits its manifest object before its row.
-	seen, err := ns.readRows(ctx, name)
-	if err != nil {
-		if commit != nil {
-			return res, stuckAfterCommit(name, err)
-		}
-		return res, err
 	}
 	// A plan that saw no data judged the table as an orphan marker, which
 	// the pass's rails let through whatever its TTL (nothing to protect).

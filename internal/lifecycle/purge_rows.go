@@ -10,7 +10,7 @@ import (
 
 // This file owns a purge's part of a table's external commit store (the
 // DynamoDB rows of an s3+ddb:// root, objstore.CommitRows): the rows are
-// read under the lease before the purge commits (step 3), and deleted after
+// read under the lease before the identity fence's walk (step 3), and deleted after
 // the table's objects are gone and before the marker (step 8), so that a
 // purged table leaves no row behind (LanceDB would call a re-created table
 // existing) and a crash before the marker leaves rows a re-run deletes.
