@@ -80,6 +80,14 @@ func CreateCommitTable(client *dynamodb.Client, name string) error {
 	if err != nil {
 		return fmt.Errorf("create commit table %s: %w", name, err)
 	}
+	// dynalite turns a table ACTIVE on its next timer tick, not in the
+	// CreateTable answer: a request before that finds no table.
+	err = dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 5*time.Millisecond, 50*time.Millisecond
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("wait for commit table %s: %w", name, err)
+	}
 	return nil
 }
 
