@@ -17,6 +17,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest/memstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
 	"github.com/lance-reaper/reaper/internal/objstore/s3/s3opt"
+	"github.com/lance-reaper/reaper/internal/objstore/s3ddb"
 )
 
 func TestMain(m *testing.M) { objstoretest.Main(m) }
@@ -139,6 +140,7 @@ func TestDefaultForms(t *testing.T) {
 	for uri, want := range map[string]objstore.Scheme{
 		"/data/db": local.Scheme, "file:///data/db": local.Scheme, "s3://b/db": s3.Scheme, "gs://b/db": gcs.Scheme,
 		"az://c/db": azure.Scheme, "abfss://c@acct.dfs.core.windows.net/db": azure.Scheme,
+		"s3+ddb://b/db?ddbTableName=commits": s3ddb.Scheme,
 	} {
 		loc, b, err := r.Resolve(uri)
 		require.NoError(t, err, uri)
@@ -154,7 +156,7 @@ func TestDefaultForms(t *testing.T) {
 // backends' own descriptors, not from a list kept beside them.
 func TestOptionsFromDescriptors(t *testing.T) {
 	r := all.Default()
-	for _, b := range []objstore.Backend{s3.Backend(), azure.Backend()} {
+	for _, b := range []objstore.Backend{s3.Backend(), azure.Backend(), s3ddb.Backend()} {
 		for _, o := range b.Options {
 			require.Equal(t, o.Secret, r.IsSecretOption(o.Name), o.Name)
 		}

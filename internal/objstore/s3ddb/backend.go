@@ -29,9 +29,12 @@ func Backend() objstore.Backend {
 			_, err := ddburi.ParseOptions(options)
 			return err
 		},
-		Open:            objstore.Opener(Open),
-		IsTransient:     s3.IsTransient,
-		IsThrottle:      s3.IsThrottle,
+		Open:        objstore.Opener(Open),
+		IsTransient: s3.IsTransient,
+		IsThrottle:  s3.IsThrottle,
+		// Its objects are S3 requests, and its DynamoDB client names its
+		// own operations (Query, BatchWriteItem) the same way.
+		Operation:       s3.Operation,
 		ClockResolution: objstore.TimeResolution,
 	}
 }
