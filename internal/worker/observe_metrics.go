@@ -56,6 +56,7 @@ func (o MetricsObserver) Decision(r *Report, d Decision) {
 }
 
 func (o MetricsObserver) RootFinished(r *Report, rr *RootReport) {
+	var would metrics.Reclaimable
 	for _, d := range rr.Retention {
 		result := string(d.Action)
 		if d.Action == outcome.Skipped {
@@ -63,9 +64,15 @@ func (o MetricsObserver) RootFinished(r *Report, rr *RootReport) {
 		}
 		if r.DryRun {
 			o.M.Retained(result, 0, 0, 0)
+			would.Bytes, would.Versions = would.Bytes+d.Bytes, would.Versions+d.Versions
 		} else {
 			o.M.Retained(result, d.Versions, d.Objects, d.Bytes)
 		}
+	}
+	if r.DryRun && len(rr.Retention) > 0 && rr.RetentionNotVisited == 0 {
+		// A dry run planned every live table of the root: what retention
+		// would reclaim there now.
+		o.M.SetReclaimable(rr.Root, would)
 	}
 	if !rr.planNow.IsZero() {
 		o.setTables(rr.Root, rr.After())

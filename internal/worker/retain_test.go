@@ -222,3 +222,36 @@ func TestPassRetentionConcurrencyAndDrain(t *testing.T) {
 	require.Equal(t, map[string]string{"a": "cleaned/old_versions"}, retained(rep, 0))
 	require.Equal(t, 2, rep.Roots[0].RetentionNotVisited)
 }
+
+// A dry run that planned every live table of a root sets what retention
+// would reclaim there (reaper_retention_reclaimable_*); a deleting pass
+// leaves the gauges to plans.
+func TestPassRetentionDryRunSetsReclaimable(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, metrics.Options{})
+	cfg := retentionOn()
+	cfg.DryRun = true
+	w := f.worker(cfg, 0)
+	w.Observer = MetricsObserver{M: m}
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+	d := rep.Roots[0].Retention[0]
+	require.Equal(t, float64(d.Bytes), gaugeValue(t, reg, "reaper_retention_reclaimable_bytes"))
+	require.Equal(t, float64(d.Versions), gaugeValue(t, reg, "reaper_retention_reclaimable_versions"))
+}
+
+// gaugeValue is the value of the named gauge's one series.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	require.Failf(t, "no such gauge", "%s", name)
+	return 0
+}
