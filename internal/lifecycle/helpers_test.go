@@ -129,6 +129,19 @@ func lanceTable(t *testing.T, s objstore.Store, name string, n int) int {
 }
 
 // snapshot maps every key in the store to its ETag.
+// tableBytes is the size of every object of table name, as its walk counts it.
+func tableBytes(t *testing.T, s objstore.Store, name string) int64 {
+	t.Helper()
+	var size int64
+	require.NoError(t, s.Walk(context.Background(), TableDir(name), func(objs []objstore.Object) error {
+		for _, o := range objs {
+			size += o.Size
+		}
+		return nil
+	}))
+	return size
+}
+
 func snapshot(t *testing.T, s objstore.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
