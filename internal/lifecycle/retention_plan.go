@@ -111,6 +111,20 @@ func notRetainable(s TableStatus) string {
 	return fmt.Sprintf("not a live table (%s)", s.State)
 }
 
+// PlanTableRetention plans one table a caller's own listing found live,
+// judged at now (the store's clock of that listing), without listing the
+// root again: a pass's dry run plans each live table of its plan so.
+// Deletes nothing.
+func (ns *Namespace) PlanTableRetention(ctx context.Context, p retention.Policy, name string, now time.Time) (RetentionPlan, error) {
+	if err := p.Validate(); err != nil {
+		return RetentionPlan{}, err
+	}
+	if err := ValidateName(name); err != nil {
+		return RetentionPlan{}, err
+	}
+	return ns.planTable(ctx, name, p, now), nil
+}
+
 // planTable reads and plans one table.
 func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Policy, now time.Time) RetentionPlan {
 	ctx = withTable(ctx, name)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -71,7 +72,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.retained(rr, p.retainOne(ctx, ns, rr.Root, name, r, log.With("table", name)), log)
+			p.retained(rr, p.retainOne(ctx, ns, rr, name, r, log.With("table", name)), log)
 		}()
 	}
 	wg.Wait()
@@ -96,13 +97,14 @@ func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
 }
 
 // retainOne cleans (or, in a dry run, plans) one live table.
-func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, root, name string, r config.Retention, log *slog.Logger) Retained {
+func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, name string, r config.Retention, log *slog.Logger) Retained {
+	root := rr.Root
 	ctx, span := p.tracer.Start(ctx, "reaper.retain_table")
 	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
 	defer span.End()
 	d := Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists}, Started: p.now()}}
 	if p.rep.DryRun {
-		p.planOne(ctx, ns, &d, r)
+		p.planOne(ctx, ns, &d, r, rr.planNow)
 	} else {
 		res, err := ns.Retain(ctx, name, lifecycle.RetainOptions{
 			Policy: r.Policy(), DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
@@ -128,18 +130,16 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, root, nam
 	return d
 }
 
-// planOne is a dry run's retention of one table: its plan, nothing deleted.
-func (p *pass) planOne(ctx context.Context, ns *lifecycle.Namespace, d *Retained, r config.Retention) {
-	plans, err := ns.PlanRetention(ctx, r.Policy(), d.Table)
-	if err == nil && len(plans) != 1 {
-		err = fmt.Errorf("plan retention of %q: %d plans, want 1", d.Table, len(plans))
-	}
+// planOne is a dry run's retention of one table: its plan, judged at the
+// store's clock of the root's plan (no second listing of the root per
+// table), nothing deleted.
+func (p *pass) planOne(ctx context.Context, ns *lifecycle.Namespace, d *Retained, r config.Retention, now time.Time) {
+	pl, err := ns.PlanTableRetention(ctx, r.Policy(), d.Table, now)
 	if err != nil {
 		d.Err = err
 		d.Action, d.Reason, d.Detail = outcome.Failed, outcome.ReasonIO, "version retention: "+err.Error()
 		return
 	}
-	pl := plans[0]
 	switch pl.Result {
 	case lifecycle.RetentionPlanned:
 		d.Versions, d.Objects, d.Bytes = len(pl.Plan.Removed), int64(len(pl.Plan.Files)), pl.Plan.Bytes

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +255,39 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	require.Failf(t, "no such gauge", "%s", name)
 	return 0
+}
+
+// rootLists counts the listings of a store's whole root.
+type rootLists struct {
+	objstore.Store
+	n *atomic.Int64
+}
+
+func (s rootLists) List(ctx context.Context, prefix string, fn func(objstore.Page) error) error {
+	if prefix == "" {
+		s.n.Add(1)
+	}
+	return s.Store.List(ctx, prefix, fn)
+}
+
+// A dry run plans each live table from the pass's own listing of the root,
+// at its clock: the root is listed once whatever its number of tables.
+func TestPassRetentionDryRunListsTheRootOnce(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	for _, n := range []string{"a", "b", "c"} {
+		lancetest.LanceDB(t, f.store(0), lifecycle.TableDir(n))
+	}
+	cfg := retentionOn()
+	cfg.DryRun = true
+	w := f.worker(cfg, 0)
+	var lists atomic.Int64
+	open := w.Open
+	w.Open = func(ctx context.Context, r roots.Root) (objstore.Store, error) {
+		s, err := open(ctx, r)
+		return rootLists{Store: s, n: &lists}, err
+	}
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"a": "dry_run/old_versions", "b": "dry_run/old_versions", "c": "dry_run/old_versions"}, retained(rep, 0))
+	require.Equal(t, int64(1), lists.Load(), "root listings")
 }
