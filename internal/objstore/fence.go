@@ -61,7 +61,8 @@ func CheckFence(ctx context.Context) (time.Duration, error) {
 // under the fence's time limit, if any, as its deadline; a request that
 // limit ended while ctx is alive returns ErrRequestDeadline (transient: a
 // retry asks the fence again and is sent only if the lease still allows
-// it).
+// it). Through NewHTTPTransport the limit is checked once more on the
+// connection, immediately before the request is written (wirefence.go).
 func Fenced(ctx context.Context, send func(rctx context.Context) error) error {
 	limit, err := CheckFence(ctx)
 	if err != nil {
@@ -70,10 +71,13 @@ func Fenced(ctx context.Context, send func(rctx context.Context) error) error {
 	if limit <= 0 {
 		return send(ctx)
 	}
+	by := time.Now().Add(limit) // monotonic, as the fence's own limit
 	rctx, cancel := context.WithTimeoutCause(ctx, limit, ErrRequestDeadline)
 	defer cancel()
+	rctx, refused, done := withWireDeadline(rctx, by)
+	defer done()
 	err = send(rctx)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), ErrRequestDeadline) {
+	if err != nil && ctx.Err() == nil && (refused() || errors.Is(context.Cause(rctx), ErrRequestDeadline)) {
 		return fmt.Errorf("%w (%v)", ErrRequestDeadline, err)
 	}
 	return err

@@ -16,10 +16,16 @@ import "net/http"
 const HTTPIdleConnsPerHost = 128
 
 // NewHTTPTransport returns http.DefaultTransport's settings (proxy from the
-// environment, timeouts, HTTP/2) with a pool of HTTPIdleConnsPerHost.
+// environment, timeouts) with a pool of HTTPIdleConnsPerHost, HTTP/1.1
+// only, and connections that refuse to write a fenced request past its
+// deadline (wirefence.go).
 func NewHTTPTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = max(t.MaxIdleConns, 2*HTTPIdleConnsPerHost)
 	t.MaxIdleConnsPerHost = HTTPIdleConnsPerHost
+	t.ForceAttemptHTTP2 = false
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	t.DialContext = wireDialer(t.DialContext)
 	return t
 }
