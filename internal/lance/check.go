@@ -5,27 +5,11 @@ import (
 	"strings"
 )
 
-// check refuses what the reader read but cannot vouch for: a manifest whose
-// version is not the one its name says, a manifest of main that puts files
-// elsewhere (base paths), a branch manifest that references a location
-// outside the table.
+// check refuses what the reader read of the branches but cannot vouch
+// for: a manifest whose version is not the one its name says, one that
+// references a location outside the table. (A version of main or a
+// detached one is checked as it is read: keepMain, keepDetached.)
 func (t *Table) check() error {
-	for _, v := range t.Versions {
-		if v.Manifest.Version != v.Number {
-			return unsupportedf("manifest %s holds version %d", v.Key, v.Manifest.Version)
-		}
-		if v.Branch != "" {
-			return unsupportedf("manifest %s of main belongs to branch %q", v.Key, v.Branch)
-		}
-		if err := ownFilesOnly(v); err != nil {
-			return err
-		}
-	}
-	for _, v := range t.Detached {
-		if err := ownFilesOnly(v); err != nil {
-			return err
-		}
-	}
 	for _, b := range t.Branches {
 		for _, v := range b.Versions {
 			if v.Manifest.Version != v.Number {
@@ -36,6 +20,32 @@ func (t *Table) check() error {
 			}
 		}
 	}
+	return nil
+}
+
+// keepMain checks a version of main just read (its manifest holds the
+// version its name says, belongs to main and puts no file elsewhere), then
+// keeps it compact.
+func (t *Table) keepMain(v *Version) error {
+	if v.Manifest.Version != v.Number {
+		return unsupportedf("manifest %s holds version %d", v.Key, v.Manifest.Version)
+	}
+	if v.Branch != "" {
+		return unsupportedf("manifest %s of main belongs to branch %q", v.Key, v.Branch)
+	}
+	return t.keepDetached(v)
+}
+
+// keepDetached checks a detached version just read (it puts no file
+// elsewhere), then keeps it compact: what it references, interned in the
+// table's names, in place of its file lists.
+func (t *Table) keepDetached(v *Version) error {
+	if err := ownFilesOnly(*v); err != nil {
+		return err
+	}
+	keys, indices := v.Refs()
+	v.refs = &versionRefs{names: t.names, keys: t.names.ids(keys), indices: t.names.ids(indices)}
+	v.Fragments, v.Indices, v.BasePaths = nil, nil, nil
 	return nil
 }
 
@@ -129,6 +139,9 @@ func (t *Table) MainRefs(v Version) (keys []string, indices []string) {
 // row-version files; and the uuids of its indices (each the whole
 // _indices/<uuid>/ directory).
 func (v Version) Refs() (keys []string, indices []string) {
+	if v.refs != nil {
+		return v.refs.names.strings(v.refs.keys), v.refs.names.strings(v.refs.indices)
+	}
 	for _, f := range v.Fragments {
 		for _, d := range dataFiles(f) {
 			keys = append(keys, DataDir+d.Path)

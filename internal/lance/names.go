@@ -153,7 +153,18 @@ func DeletionFileKey(fragment, readVersion, id uint64, bitmap bool) string {
 	if bitmap {
 		e = extDeletionBin
 	}
-	return fmt.Sprintf("%s%d-%d-%d.%s", DeletionsDir, fragment, readVersion, id, e)
+	// Built by hand: every version names every fragment's deletion file,
+	// and Sprintf here was a sixth of reading a long history.
+	b := make([]byte, 0, len(DeletionsDir)+3*20+3+len(e))
+	b = append(b, DeletionsDir...)
+	b = strconv.AppendUint(b, fragment, 10)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, readVersion, 10)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, '.')
+	b = append(b, e...)
+	return string(b)
 }
 
 // ManifestVersion is the version an attached manifest's file name (in

@@ -79,5 +79,5 @@ func (t *Table) readBranchVersions(ctx context.Context, store objstore.Store, b 
 			return unsupportedf("%s: not a manifest name the reader knows in a branch", o.Key)
 		}
 	}
-	return readManifests(ctx, store, t.Dir, b.Versions, nil)
+	return readManifests(ctx, store, t.Dir, b.Versions, nil, nil)
 }

@@ -109,6 +109,34 @@ func TestReadOnMemoryStore(t *testing.T) {
 	require.Len(t, tb.Versions, 6)
 }
 
+// TestVersionsKeptCompact: a version of main read by ReadTable (or
+// carried over by Refresh) keeps what it references, not its manifest's
+// file lists, and references exactly what its manifest says.
+func TestVersionsKeptCompact(t *testing.T) {
+	root := copyFixture(t)
+	store := openLocal(t, root)
+	tb, err := ReadTable(context.Background(), store, "t.lance/")
+	require.NoError(t, err)
+	fresh, err := tb.Refresh(context.Background(), store)
+	require.NoError(t, err)
+	for _, read := range []*Table{tb, fresh} {
+		for _, v := range read.Versions {
+			require.Nil(t, v.Fragments, "version %d keeps its fragment list", v.Number)
+			body, err := os.ReadFile(filepath.Join(root, "t.lance", filepath.FromSlash(v.Key)))
+			require.NoError(t, err)
+			m, err := DecodeManifestFile(body)
+			require.NoError(t, err)
+			wantKeys, wantIdx := Version{Manifest: m}.Refs()
+			require.NotEmpty(t, wantKeys)
+			keys, idx := v.Refs()
+			require.Equal(t, wantKeys, keys, "version %d", v.Number)
+			require.Equal(t, wantIdx, idx, "version %d", v.Number)
+			require.Equal(t, m.Timestamp, v.Timestamp)
+		}
+	}
+	require.NotNil(t, tb.Branches[0].Versions[0].Fragments, "a branch's versions are read whole (MainRefs)")
+}
+
 func hasObject(tb *Table, key string) bool {
 	return slices.ContainsFunc(tb.Objects, func(o objstore.Object) bool { return o.Key == key })
 }
