@@ -397,7 +397,9 @@ func (pr *pausedRun) purgeB() {
 		starved := false
 		for _, e := range report(t, r).Failed {
 			tb := pr.f.byName[e.Name]
-			if e.Code == "lease_lost" && attempt < 3 {
+			// Its own lease of a table, or of its audit journal (the
+			// intent it must record before a commit).
+			if (e.Code == "lease_lost" || strings.Contains(e.Error, "lease lost")) && attempt < 3 {
 				starved = true
 				continue
 			}

@@ -95,33 +95,22 @@ type proxy struct {
 	counts   sync.Map // fault -> *atomic.Int64
 
 	// gen changes when the client is stopped or resumed (freeze, thaw): a
-	// request whose body was still arriving across a change is reset, never
+	// request whose bytes were still arriving across a change is reset, never
 	// forwarded, as a server times out an upload that stalls (a stopped
 	// client's half-sent request never lands late, once the lease it was
 	// sent under may be someone else's). pending counts requests whose body
-	// has arrived and whose upstream answer has not: settle waits for them.
+	// has arrived and whose upstream answer has not; conns are the client's
+	// connections: settle waits for both (proxy_conns_test.go).
 	gen       atomic.Int64
 	pending   atomic.Int64
 	straddled atomic.Int64
+	connMu    sync.Mutex
+	conns     map[*proxyConn]bool
 }
 
 // freeze and thaw mark the moments the client is stopped and resumed.
 func (p *proxy) freeze() { p.gen.Add(1) }
 func (p *proxy) thaw()   { p.gen.Add(1) }
-
-// settle waits until every request that reached the proxy whole has been
-// answered by the server (or dropped): what the stopped client sent before
-// it stopped has landed. A bounded poll of a counter.
-func (p *proxy) settle(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for p.pending.Load() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy: %d request(s) still in flight after 30s", p.pending.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func newProxy(t testing.TB, srv *objstoretest.S3Server, seed uint64) *proxy {
 	t.Helper()
@@ -139,7 +128,12 @@ func newProxyTo(t testing.TB, endpoint string, upstream *s3.Client, seed uint64)
 	}
 	p := &proxy{t: t, target: target, upstream: upstream, rng: newRand(seed),
 		tr: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve)) // listens on 127.0.0.1
+	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(p.serve)) // listens on 127.0.0.1
+	p.srv.Listener = proxyListener{Listener: p.srv.Listener, p: p}
+	p.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, proxyConnKey{}, c)
+	}
+	p.srv.Start()
 	t.Cleanup(func() {
 		p.srv.CloseClientConnections()
 		p.srv.Close()
@@ -207,13 +201,14 @@ func (p *proxy) draw() (fault, time.Duration, faultConfig) {
 }
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
-	gen := p.gen.Load()
+	c := connOf(r.Context())
+	defer c.idle()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		p.reset(w)
 		return
 	}
-	if p.gen.Load() != gen {
+	if c.straddled() {
 		p.straddled.Add(1)
 		p.reset(w)
 		return
