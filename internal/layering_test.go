@@ -44,6 +44,10 @@ var layers = map[string]int{
 	// reaper's lifecycle, so that lifecycle and the CLI can both use them.
 	"internal/lance":     1,
 	"internal/retention": 1,
+	// The files of a fake Lance table, for the bench and the tests: their
+	// keys and bodies, from the standard library alone, so a program may
+	// import it where it may not import test support.
+	"internal/faketable": 1,
 
 	// 2: the table lifecycle.
 	"internal/lifecycle": 2,

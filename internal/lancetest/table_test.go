@@ -34,12 +34,6 @@ func TestTableLayout(t *testing.T) {
 	}
 }
 
-func TestDataBytes(t *testing.T) {
-	files := Table{Manifests: 1, Data: 2, DataBytes: 1000}.Files()
-	require.Len(t, files["data/000001-0a1b.lance"], 1000)
-	require.Equal(t, Body("_versions/1.manifest"), files["_versions/1.manifest"], "only data files are padded")
-}
-
 func TestPutAndWrite(t *testing.T) {
 	s := memstore.New()
 	require.Equal(t, 8, Full(1).Put(t, s, "t.lance/"))
