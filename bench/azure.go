@@ -21,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
@@ -228,12 +229,10 @@ func azWriteTable(ctx context.Context, cc *container.Client, n, size int) error 
 			}
 		})
 	}
+	shape := faketable.Shape{Manifests: min(n, 1)}
+	shape.Data = n - shape.Len()
 	var err error
-	for i := range n {
-		k := fmt.Sprintf("db/t0.lance/data/%07d.lance", i)
-		if i == 0 {
-			k = "db/t0.lance/_versions/1.manifest"
-		}
+	for _, k := range tableKeys("db/"+lifecycle.TableDir("t0"), shape) {
 		select {
 		case keys <- k:
 		case err = <-errs:

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/stretchr/testify/require"
 )
 
 func TestLayoutCoversEveryLanceDirectory(t *testing.T) {
 	for _, n := range []int{1, 10, 100, 10_000} {
-		var keys []string
-		layoutFor(n).keys(func(k string) { keys = append(keys, k) })
+		keys := tableKeys("", faketable.Spread(n))
 		require.Len(t, keys, n, "n=%d", n)
 		seen := map[string]bool{}
 		for _, k := range keys {
@@ -40,10 +40,12 @@ func TestWriteTable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t.lance")
 	mtime := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
 	require.NoError(t, writeTable(dir, 200, 8, mtime, 4))
-	n := 0
+	n, dirs := 0, 0
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		require.NoError(t, err)
-		if !d.IsDir() {
+		if d.IsDir() {
+			dirs++
+		} else {
 			n++
 			fi, err := d.Info()
 			require.NoError(t, err)
@@ -53,6 +55,26 @@ func TestWriteTable(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, 200, n)
+	// The table's own, _versions, _transactions, _deletions, _indices, one
+	// index directory (10 files) and data: the directories a purge fsyncs.
+	require.Equal(t, 7, dirs, "directories")
+}
+
+// TestWriteMemTables holds the memory scenario's tables to a directory and
+// one file each: the root's entry count is what that scenario measures.
+func TestWriteMemTables(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, writeMemTables(root, 4, func(i int) bool { return i != 2 }))
+	tables, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.Len(t, tables, 3)
+	for _, tb := range tables {
+		require.True(t, tb.IsDir(), tb.Name())
+		files, err := os.ReadDir(filepath.Join(root, tb.Name()))
+		require.NoError(t, err)
+		require.Len(t, files, 1, tb.Name())
+		require.False(t, files[0].IsDir(), "%s/%s", tb.Name(), files[0].Name())
+	}
 }
 
 func TestPromRequests(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
@@ -302,8 +303,7 @@ func gcsPurge(ctx context.Context, c config, t tools, f *fakeGCS, n int, rep *re
 
 // putTable uploads the table's objects, 16 in flight.
 func (f *fakeGCS) putTable(ctx context.Context, bucket string, n int, body []byte) error {
-	var keys []string
-	layoutFor(n).keys(func(k string) { keys = append(keys, "db/"+lifecycle.TableDir("t0")+k) })
+	keys := tableKeys("db/"+lifecycle.TableDir("t0"), faketable.Spread(n))
 	ch := make(chan string)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup

@@ -1,70 +1,42 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
-// tableLayout spreads n objects over Lance's directories the way a table
-// that has seen many small appends looks: 10% manifests, 10% transaction
-// files, 5% deletion files, 5% index files (in index directories of up to
-// 100 files) and the rest data files.
-type tableLayout struct {
-	Manifests, Transactions, Deletions, Indices, Data int
+// tableKeys are the keys of a table of shape s under dir, a key prefix
+// ending in "/" (e.g. "db/"+lifecycle.TableDir(name)), in faketable's
+// fixed order.
+func tableKeys(dir string, s faketable.Shape) []string {
+	keys := make([]string, 0, s.Len())
+	for rel := range s.Keys() {
+		keys = append(keys, dir+rel)
+	}
+	return keys
 }
 
-func layoutFor(n int) tableLayout {
-	l := tableLayout{Manifests: n / 10, Transactions: n / 10, Deletions: n / 20, Indices: n / 20}
-	if n < 20 { // tiny tables: a manifest and data
-		l = tableLayout{Manifests: min(n, 1)}
-	}
-	l.Data = n - l.Manifests - l.Transactions - l.Deletions - l.Indices
-	return l
-}
-
-// keys calls fn with every relative key of the table, in a fixed order.
-func (l tableLayout) keys(fn func(string)) {
-	for i := range l.Manifests {
-		fn(fmt.Sprintf("_versions/%d.manifest", i+1))
-	}
-	for i := range l.Transactions {
-		fn(fmt.Sprintf("_transactions/%d-%08x-7f3a-4b2c-9d1e-%012x.txn", i, i*2654435761%(1<<32), i))
-	}
-	for i := range l.Deletions {
-		fn(fmt.Sprintf("_deletions/%d-%d-%016x.arrow", i/100, i, uint64(i)*11400714819323198485))
-	}
-	for i := range l.Indices {
-		fn(fmt.Sprintf("_indices/%08x-1c2d-4e5f-8a9b-%012x/part-%d.idx", i/100, i/100, i%100))
-	}
-	for i := range l.Data {
-		fn(fmt.Sprintf("data/%08x-2b3c-4d5e-9f01-%012x.lance", uint64(i)*2654435761%(1<<32), i))
-	}
-}
-
-// writeTable creates the n objects of a table under dir as files of size
-// bytes, their modification time set to mtime (before the drop, or the
-// identity fence would call the table revived). workers files are written
-// in parallel.
+// writeTable creates the n objects of a table (faketable.Spread) under dir
+// as files of size bytes, their modification time set to mtime (before the
+// drop, or the identity fence would call the table revived). workers files
+// are written in parallel.
 func writeTable(dir string, n, size int, mtime time.Time, workers int) error {
-	l := layoutFor(n)
 	body := make([]byte, size)
 	for i := range body {
 		body[i] = byte('a' + i%26)
 	}
 	dirs := map[string]bool{}
 	var paths []string
-	l.keys(func(k string) {
-		p := filepath.Join(dir, k)
-		if d := filepath.Dir(p); !dirs[d] {
-			dirs[d] = true
-		}
+	for rel := range faketable.Spread(n).Keys() {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		dirs[filepath.Dir(p)] = true
 		paths = append(paths, p)
-	})
+	}
 	for d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
@@ -193,16 +194,22 @@ func rotateBins(bins []memBinary, r int) []memBinary {
 	return append(append([]memBinary{}, bins[r:]...), bins[:r]...)
 }
 
-// writeMemTables creates names tables as <name>.lance/_latest.manifest,
-// each a directory and one small file (only those for which keep says so,
-// when keep is not nil), 8 at a time.
+// writeMemTables creates names tables (only those for which keep says so,
+// when keep is not nil), 8 at a time, each a directory and one small file
+// (<name>.lance/_latest.manifest): the least a table costs to plan.
 func writeMemTables(root string, names int, keep func(int) bool) error {
 	return parallelNames(names, keep, func(i int) error {
 		dir := filepath.Join(root, lifecycle.TableDir(memName(i)))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
+		for rel := range (faketable.Shape{Latest: true}).Keys() {
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, []byte("lance"), 0o644); err != nil {
+				return err
+			}
 		}
-		return os.WriteFile(filepath.Join(dir, "_latest.manifest"), []byte("lance"), 0o644)
+		return nil
 	})
 }
 

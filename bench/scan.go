@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/metrics"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -66,7 +67,7 @@ func statusScan(ctx context.Context, c config, t tools, gw *gateway, now time.Ti
 	markers := map[string][]byte{}
 	notDue := lifecycle.EncodeMarker(now.Add(-time.Hour), lifecycle.DefaultTTL)
 	for i := range c.StatusTables {
-		paths = append(paths, "db/"+lifecycle.TableDir(fmt.Sprintf("t%05d", i))+"_versions/1.manifest")
+		paths = append(paths, tableKeys("db/"+lifecycle.TableDir(fmt.Sprintf("t%05d", i)), faketable.Shape{Manifests: 1})...)
 		if i < c.StatusDeleted {
 			markers["db/"+lifecycle.MarkerKey(fmt.Sprintf("t%05d", i))] = notDue
 		}
@@ -135,8 +136,8 @@ func rootsPass(ctx context.Context, c config, t tools, gw *gateway, now time.Tim
 	var paths, markers []string
 	for i := range c.Roots {
 		p := fmt.Sprintf("tenants/r%04d/", i)
-		paths = append(paths, p+lifecycle.TableDir("live")+"_versions/1.manifest", p+lifecycle.TableDir("live")+"data/0.lance")
-		layoutFor(10).keys(func(k string) { paths = append(paths, p+lifecycle.TableDir("old")+k) })
+		paths = append(paths, tableKeys(p+lifecycle.TableDir("live"), faketable.Shape{Manifests: 1, Data: 1})...)
+		paths = append(paths, tableKeys(p+lifecycle.TableDir("old"), faketable.Spread(10))...)
 		markers = append(markers, p+lifecycle.MarkerKey("old"))
 	}
 	if err := writeFiles(dir, paths, dataMtime(now)); err != nil {
