@@ -168,7 +168,7 @@ func (r *report) retentionReadSection() string {
 	b.WriteString(r.ranAlone("retention-read"))
 	w("One table written by the LanceDB client (@lancedb/lancedb %s, test/interop/js/retention_bench.mjs build, as the retention section's single table: appends, deletes and updates, a compaction every 400 versions), 1,000 and 10,000 versions long, about 10 files a version. Nothing is deleted: both contenders read the same copy, on S3 (versitygw, one bucket holding a `cp -a` copy) and on the local disk (the cached fixture itself).\n\n", r.Tools.Versions["lancedb"])
 	w("- **reaper**: `reaper retain --dry-run --before <cutoff> t0`, the whole process: the root's listing, a listing of each of the table's directories, every manifest read once (%d at a time), the plan, and its JSON (every file the plan would delete) written out.\n", lance.ReadConcurrency)
-	w("- **lancedb**: one Node process: `openTable` then `listVersions()`, which reads every manifest for its version, timestamp and metadata. *call* is those two calls alone, without Node's start and connect. The client offers no dry run of its cleanup (`optimize` deletes), so this is the nearest read-only measure: it reads what reaper reads but plans nothing.\n\n")
+	w("- **lancedb**: one Node process: `openTable` then `listVersions()`, which reads every manifest for its version, timestamp and metadata. *call* is those two calls alone, without Node's start and connect. The client offers no dry run of its cleanup (`optimize` deletes), so this is the nearest read-only measure: it reads every manifest as reaper does, but lists only `_versions/` (reaper lists every directory Lance's cleanup manages, `_deletions/` and `data/` included, to plan) and plans nothing.\n\n")
 	if r.RetentionReadLoad != "" {
 		w("The machine's load average (1, 5, 15 min) when the run started: %s, on its %d cores: other processes were running, so the walls carry their noise (min and max say how much); both contenders ran alternately under the same load.\n\n", r.RetentionReadLoad, runtime.NumCPU())
 	}
@@ -234,7 +234,7 @@ func readAnalysis(scens []string, find func(scen, name string) *retSeries) strin
 			fmt.Fprintf(&b, "; %d requests against %d (GetObject %d against %d: each manifest once on both sides)",
 				sum(rs.requests()), sum(lc.requests()), rs.requests()["GetObject"], lc.requests()["GetObject"])
 		}
-		fmt.Fprintf(&b, "; peak RSS %s against %s. reaper keeps every version's file list to plan (the client's listVersions keeps a version's number and time), and writes the plan's every file as JSON.\n\n",
+		fmt.Fprintf(&b, "; peak RSS %s against %s. reaper keeps what every version references, as ids of the table's file names, to plan (the client's listVersions keeps a version's number and time), and writes the plan's every file as JSON.\n\n",
 			mib(rs.maxRSS()), mib(lc.maxRSS()))
 	}
 	return b.String()
