@@ -33,7 +33,8 @@ var keyOwners = map[string]bool{
 
 // keyExceptions are literals that look like a key part but are not one.
 var keyExceptions = map[string]string{
-	"cmd/reaper/cmd_demo.go\x00.lance": "a data fragment's file extension (\"data/\"+uuid+\".lance\"), not the table suffix",
+	"cmd/reaper/cmd_demo.go\x00.lance":       "a data fragment's file extension (\"data/\"+uuid+\".lance\"), not the table suffix",
+	"internal/faketable/random.go\x00.lance": "a data fragment's file extension (\"data/\"+hex+\".lance\"), not the table suffix",
 }
 
 // skipDirs hold tests and test support, which may spell key parts.

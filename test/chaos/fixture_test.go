@@ -22,7 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/lancetest"
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -253,7 +253,7 @@ func newFixture(rng *rand.Rand, m mix, filesPerTable [2]int) *fixture {
 			t := &table{name: name, kind: k, files: map[string][]byte{}}
 			if k != kindOrphan && k != kindLink {
 				n := filesPerTable[0] + rng.IntN(filesPerTable[1]-filesPerTable[0]+1)
-				for rel, body := range lancetest.Random(rng, n) {
+				for rel, body := range faketable.Random(rng, n) {
 					t.files[lifecycle.TableDir(name)+rel] = body
 				}
 			}

@@ -1,4 +1,4 @@
-package lancetest
+package faketable
 
 import (
 	"encoding/hex"
@@ -9,8 +9,8 @@ import (
 // Random is a table of about n objects in Lance's layout with bodies drawn
 // from rng: manifests and their transactions, a version hint, an index, a
 // branch, a deletion file and data files of random sizes. The chaos suites
-// use it, where a seed must replay the same tables; Table is the
-// deterministic shape for the rest.
+// use it, where a seed must replay the same tables; Shape is the
+// deterministic one for the rest.
 func Random(rng *rand.Rand, n int) map[string][]byte {
 	out := map[string][]byte{}
 	versions := max(1, n/5)
