@@ -98,6 +98,7 @@ type Limits struct {
 	RequestsPerSecond float64 `yaml:"requests_per_second"`
 	// MaxTablesPerPass, MaxObjectsPerPass and MaxPassDuration stop a pass
 	// early (0 = unlimited); what is left is picked up by the next pass.
+	// Version retention's deletes count toward MaxObjectsPerPass.
 	MaxTablesPerPass  int      `yaml:"max_tables_per_pass"`
 	MaxObjectsPerPass int64    `yaml:"max_objects_per_pass"`
 	MaxPassDuration   Duration `yaml:"max_pass_duration"`

@@ -48,3 +48,12 @@ func (b *budget) spend(objects int64) {
 	b.objects += objects
 	b.mu.Unlock()
 }
+
+// objectsLeft reports whether the pass's object budget is not yet spent:
+// version retention starts a table only then (a table's retention is not
+// split, so it may go past the budget by its own size).
+func (b *budget) objectsLeft() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.maxObjects <= 0 || b.objects < b.maxObjects
+}

@@ -103,9 +103,15 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
 	defer span.End()
 	d := Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists}, Started: p.now()}}
-	if p.rep.DryRun {
+	switch {
+	case !p.budget.objectsLeft():
+		// A dry run says what the pass would do, budget included.
+		d.Action, d.Reason = outcome.Skipped, outcome.ReasonLimit
+		d.Detail = "version retention: the pass's object budget (limits.max_objects_per_pass) is spent; the next pass cleans it"
+	case p.rep.DryRun:
 		p.planOne(ctx, ns, &d, r, rr.planNow)
-	} else {
+		p.budget.spend(d.Objects)
+	default:
 		res, err := ns.Retain(ctx, name, lifecycle.RetainOptions{
 			Policy: r.Policy(), DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
 			MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency,
@@ -120,6 +126,7 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		if d.Reason == outcome.ReasonShutdown {
 			d.Reason = stopReason(ctx, d.Reason)
 		}
+		p.budget.spend(d.Objects)
 	}
 	d.Finished = p.now()
 	span.SetAttributes(attribute.Int64("reaper.objects", d.Objects), attribute.Int64("reaper.bytes", d.Bytes),

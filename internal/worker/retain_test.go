@@ -309,3 +309,32 @@ func TestPassRetentionLeavesANameReaperRefuses(t *testing.T) {
 	require.Equal(t, outcome.ResultSuccess, rep.Result())
 	require.Equal(t, before, f.keys(0, lifecycle.TableDir(`we\ird`)))
 }
+
+// Version retention counts toward limits.max_objects_per_pass with the
+// purges: once the budget is spent a live table is not started (skipped,
+// limit), in a dry run as in a deleting pass; a table already started is
+// not split, so the first one goes past a budget smaller than itself.
+func TestPassRetentionSpendsTheObjectBudget(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deleting", true: "dry run"}[dry], func(t *testing.T) {
+			f := newFixture(t, objstoretest.Local, 1)
+			for _, n := range []string{"a", "b", "c"} {
+				lancetest.LanceDB(t, f.store(0), lifecycle.TableDir(n))
+			}
+			cfg := retentionOn()
+			cfg.Limits.TableConcurrency = 1
+			cfg.Limits.MaxObjectsPerPass = 1
+			cfg.DryRun = dry
+			before := f.keys(0, "")
+			rep, err := f.worker(cfg, 0).Pass(context.Background(), nil)
+			require.NoError(t, err)
+			first := map[bool]string{false: "cleaned/old_versions", true: "dry_run/old_versions"}[dry]
+			require.Equal(t, map[string]string{"a": first, "b": "skipped/limit", "c": "skipped/limit"}, retained(rep, 0))
+			require.Greater(t, rep.Roots[0].Retention[0].Objects, int64(1), "the table it started went past the budget")
+			require.Contains(t, rep.Roots[0].Retention[1].Detail, "limits.max_objects_per_pass")
+			if dry {
+				require.Equal(t, before, f.keys(0, ""), "a dry run deletes nothing")
+			}
+		})
+	}
+}
