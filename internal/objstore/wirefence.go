@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptrace"
+	"net/textproto"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,17 @@ func withWireDeadline(ctx context.Context, by time.Time) (rctx context.Context, 
 		// Not WroteRequest: it fires once the request is in the
 		// transport's buffer, before the buffer is written out.
 		GotFirstResponseByte: func() { done() },
+		// A "100 Continue" answers before the body is sent (an S3 upload
+		// past the SDK's threshold): the body is still to be written.
+		Got1xxResponse: func(int, textproto.MIMEHeader) error {
+			mu.Lock()
+			w := last
+			mu.Unlock()
+			if w != nil {
+				w.set(a)
+			}
+			return nil
+		},
 	}
 	return httptrace.WithClientTrace(ctx, trace), a.refused.Load, done
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,4 +94,54 @@ func TestHTTPTransportSpeaksHTTP1(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, "HTTP/1.1", string(body))
+}
+
+// stallReader stands for a sender frozen after "100 Continue": its first
+// Read waits until the request's deadline has passed (the freeze modelled,
+// not a synchronisation), then hands out the body.
+type stallReader struct {
+	until time.Time
+	body  *strings.Reader
+}
+
+func (r *stallReader) Read(p []byte) (int, error) {
+	if d := time.Until(r.until); d > 0 {
+		time.Sleep(d + time.Millisecond) // the freeze itself
+	}
+	return r.body.Read(p)
+}
+
+// TestWireFenceCoversTheBodyAfterContinue: an upload that waits for "100
+// Continue" (the S3 SDK's, past its size threshold) writes its body after
+// the answer has started; a body whose deadline passed meanwhile is
+// refused, and the server never gets it.
+func TestWireFenceCoversTheBodyAfterContinue(t *testing.T) {
+	type seen struct {
+		headers bool
+		body    []byte
+		err     error
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body) // sends "100 Continue" first
+		got <- seen{headers: true, body: body, err: err}
+	}))
+	t.Cleanup(srv.Close)
+	tr := NewHTTPTransport()
+	tr.ExpectContinueTimeout = time.Minute
+	t.Cleanup(tr.CloseIdleConnections)
+
+	by := time.Now().Add(time.Second)
+	ctx, refused, done := withWireDeadline(t.Context(), by)
+	defer done()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/k", &stallReader{until: by, body: strings.NewReader("late body")})
+	require.NoError(t, err)
+	req.ContentLength = int64(len("late body"))
+	req.Header.Set("Expect", "100-continue")
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	require.True(t, refused(), "the body written past the deadline was not refused")
+	s := <-got
+	require.True(t, s.headers, "the headers went in time")
+	require.Error(t, s.err, "the server got the whole body: %q", s.body)
 }
