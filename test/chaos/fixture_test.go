@@ -234,10 +234,10 @@ type mix map[kind]int
 // and suffix look-alikes (a live table "x.deleted" next to a due "x").
 func newFixture(rng *rand.Rand, m mix, filesPerTable [2]int) *fixture {
 	f := &fixture{byName: map[string]*table{}, fixed: map[string]string{}, bystander: map[string][]byte{
-		"__manifest/data/0.lance": randBytes(rng, 64),
-		"notes.txt":               randBytes(rng, 32),
-		"backup.lance.old/x":      randBytes(rng, 16),
-		"_reaper/README":          randBytes(rng, 8),
+		"__manifest/data/0.lance": faketable.RandBytes(rng, 64),
+		"notes.txt":               faketable.RandBytes(rng, 32),
+		"backup.lance.old/x":      faketable.RandBytes(rng, 16),
+		"_reaper/README":          faketable.RandBytes(rng, 8),
 	}}
 	i := 0
 	for _, k := range []kind{kindDue, kindNotDue, kindLive, kindOrphan, kindInvalid, kindHeld, kindFenced, kindLink} {
@@ -279,16 +279,6 @@ func (f *fixture) rename(tb *table, name string) {
 func (f *fixture) revived(tb *table) {
 	tb.kind, tb.marker = kindRevived, nil
 }
-
-func randBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.UintN(256))
-	}
-	return b
-}
-
-func randHex(rng *rand.Rand, n int) string { return hex.EncodeToString(randBytes(rng, n))[:n] }
 
 // markerAt is a marker dropped at `at` with ttl, in Lance's compact form.
 func markerAt(at time.Time, ttl time.Duration) []byte {

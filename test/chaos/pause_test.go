@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
@@ -435,7 +436,7 @@ func (pr *pausedRun) recreate() {
 			continue
 		}
 		for k := range tb.files {
-			tb.files[k] = append([]byte("created again after the purge: "), randBytes(pr.rng, 32)...)
+			tb.files[k] = append([]byte("created again after the purge: "), faketable.RandBytes(pr.rng, 32)...)
 			objs[k] = tb.files[k]
 		}
 		tb.kind, tb.marker = kindLive, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/faketable"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -212,7 +213,7 @@ func restoredCopy(f *fixture, rng *rand.Rand) *fixture {
 	for _, tb := range f.tables {
 		c := &table{name: tb.name, kind: kindLive, files: map[string][]byte{}}
 		for k := range tb.files {
-			c.files[k] = append([]byte("restored, live: "), randBytes(rng, 16)...)
+			c.files[k] = append([]byte("restored, live: "), faketable.RandBytes(rng, 16)...)
 		}
 		g.tables = append(g.tables, c)
 		g.byName[c.name] = c
