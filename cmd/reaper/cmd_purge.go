@@ -38,7 +38,7 @@ func (o *purgeOptions) register(fs *pflag.FlagSet) {
 	o.passFlags.register(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; report what would be purged, with object and byte counts")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
-	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while it is purged: objects done of the total, rate and ETA (a line a second per table)")
+	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while it is purged or its old versions are removed: objects done of the total, rate and ETA (a line a second per table)")
 }
 
 func newPurgeCmd(g *globalOptions, stdout io.Writer) *cobra.Command {

@@ -41,11 +41,14 @@ func (p *progressPrinter) event(ev worker.Progress) {
 	fmt.Fprintln(p.w, progressLine(ev, now))
 }
 
-// progressLine says how far one table's purge is: objects done of the
+// progressLine says how far one table's purge (or version retention) is: objects done of the
 // total, bytes, the rate so far and the time left at that rate.
 func progressLine(ev worker.Progress, now time.Time) string {
 	elapsed := now.Sub(ev.Started)
 	head := fmt.Sprintf("progress: %s (%s): ", displayName(ev.Table), safeText(ev.Root))
+	if ev.Retention {
+		head = fmt.Sprintf("progress: %s (%s), version retention: ", displayName(ev.Table), safeText(ev.Root))
+	}
 	if ev.Done {
 		return head + fmt.Sprintf("done, %d objects, %s in %s", ev.Objects, humanBytes(ev.Bytes), formatDuration(elapsed.Round(time.Second)))
 	}

@@ -71,6 +71,11 @@ func TestProgressLine(t *testing.T) {
 			"progress: events (s3://b/db): 12000/50000 objects (24%), 5.0 MiB of 20.0 MiB, 4000 objects/s, ETA 10s"},
 		{"done", func(e worker.Progress) worker.Progress { e.Objects, e.Bytes, e.Done = 50000, 20<<20, true; return e }, t0.Add(12 * time.Second),
 			"progress: events (s3://b/db): done, 50000 objects, 20.0 MiB in 12s"},
+		{"retention", func(e worker.Progress) worker.Progress {
+			e.Objects, e.Bytes, e.Retention = 12000, 5<<20, true
+			return e
+		}, t0.Add(3 * time.Second),
+			"progress: events (s3://b/db), version retention: 12000/50000 objects (24%), 5.0 MiB of 20.0 MiB, 4000 objects/s, ETA 10s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, progressLine(tc.ev(ev), tc.now))

@@ -112,14 +112,27 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		p.planOne(ctx, ns, &d, r, rr.planNow)
 		p.budget.spend(d.Objects)
 	default:
+		tp := p.newTableProgress(root, name, d.Started, log, "retention progress")
+		tp.pr.Retention = true
+		deleting := false
 		res, err := ns.Retain(ctx, name, lifecycle.RetainOptions{
 			Policy: r.Policy(), DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
-			MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency,
+			MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency, Progress: tp.deleted,
 			// No destruction without an audit record, as for a purge.
 			BeforeDelete: func(ctx context.Context, versions int, objects, bytes int64) error {
-				return p.ledger.intent(ctx, root, d.Status, d.Started, objects, bytes)
+				if err := p.ledger.intent(ctx, root, d.Status, d.Started, objects, bytes); err != nil {
+					return err
+				}
+				deleting = true
+				tp.total(objects, bytes)
+				return nil
 			},
 		})
+		if deleting {
+			// Only tables that deleted: most tables of most passes have
+			// nothing to do, and a display of them would be noise.
+			tp.done(res.Objects, res.Bytes)
+		}
 		d.Objects, d.Bytes, d.Lease, d.Versions, d.Resumed = res.Objects, res.Bytes, res.Lease, res.VersionsRemoved, res.Finished
 		d.Err = err
 		d.Action, d.Reason, d.Detail = classifyRetain(res, err)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -337,4 +338,41 @@ func TestPassRetentionSpendsTheObjectBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A table's version retention reports its progress as a purge does
+// (OnProgress: its total once planned, each batch, a done event with what
+// it deleted), marked as retention; a table with nothing to do reports
+// nothing.
+func TestPassRetentionReportsProgress(t *testing.T) {
+	f := newFixture(t, objstoretest.Local, 1)
+	lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
+	w := f.worker(retentionOn(), 0)
+	var mu sync.Mutex
+	var evs []Progress
+	w.OnProgress = func(ev Progress) {
+		mu.Lock()
+		evs = append(evs, ev)
+		mu.Unlock()
+	}
+	rep, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+	d := rep.Roots[0].Retention[0]
+	require.Equal(t, outcome.Cleaned, d.Action)
+	require.GreaterOrEqual(t, len(evs), 3, "total, a batch, done")
+	for _, ev := range evs {
+		require.True(t, ev.Retention)
+		require.Equal(t, "events", ev.Table)
+	}
+	require.Equal(t, d.Objects, evs[0].TotalObjects, "the total comes first")
+	last := evs[len(evs)-1]
+	require.True(t, last.Done)
+	require.Equal(t, d.Objects, last.Objects)
+	require.Equal(t, d.Bytes, last.Bytes)
+
+	evs = nil
+	again, err := w.Pass(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"events": "skipped/nothing_to_do"}, retained(again, 0))
+	require.Empty(t, evs, "nothing to do, nothing to show")
 }

@@ -366,37 +366,11 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, root strin
 		attribute.Int64("reaper.deleted_at_ms", s.DeletedAt.UnixMilli()), attribute.Int64("reaper.ttl_ms", s.TTL.Milliseconds())))
 	defer span.End()
 	d := Decision{Table: s.Name, Status: s, Started: p.now()}
-	every := cmp.Or(p.w.ProgressEvery, 10*time.Second)
-	var mu sync.Mutex
-	last := d.Started
-	pr := Progress{Root: ns.Store().URI(), Table: s.Name, Started: d.Started}
-	report := func(update func(*Progress)) {
-		if p.w.OnProgress == nil {
-			return
-		}
-		mu.Lock()
-		update(&pr)
-		ev := pr
-		mu.Unlock()
-		p.w.OnProgress(ev)
-	}
-	progress := func(objects, bytes int64) {
-		report(func(pr *Progress) { pr.Objects, pr.Bytes = objects, bytes })
-		mu.Lock()
-		defer mu.Unlock()
-		if t := p.now(); t.Sub(last) >= every {
-			last = t
-			elapsed := t.Sub(d.Started).Seconds()
-			log.Info("purge progress", "objects", objects, "bytes", bytes, "objects_per_second", int64(float64(objects)/max(elapsed, 0.001)))
-		}
-	}
+	tp := p.newTableProgress(ns.Store().URI(), s.Name, d.Started, log, "purge progress")
 	res, err := ns.Purge(ctx, s.Name, lifecycle.PurgeOptions{
 		DryRun: p.rep.DryRun, DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
 		MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency,
-		MaxObjects:           maxObjects, Progress: progress, Planned: &s,
-		Walked: func(objects, bytes int64) {
-			report(func(pr *Progress) { pr.TotalObjects, pr.TotalBytes = objects, bytes })
-		},
+		MaxObjects:           maxObjects, Progress: tp.deleted, Planned: &s, Walked: tp.total,
 		AfterWalk: applyWalkRails(p, s),
 		// No destruction without an audit record: the journal holds the
 		// intent before the purge commits.
@@ -405,7 +379,7 @@ func (p *pass) purgeOne(ctx context.Context, ns *lifecycle.Namespace, root strin
 		},
 	})
 	d.Finished = p.now()
-	report(func(pr *Progress) { pr.Objects, pr.Bytes, pr.Done = res.Objects, res.Bytes, true })
+	tp.done(res.Objects, res.Bytes)
 	d.Objects, d.Bytes, d.Lease = res.Objects, res.Bytes, res.Lease
 	span.SetAttributes(attribute.Int64("reaper.objects", res.Objects), attribute.Int64("reaper.bytes", res.Bytes))
 	d.Action, d.Reason, d.Detail = classify(res, err)
