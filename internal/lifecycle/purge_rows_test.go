@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
@@ -235,4 +236,35 @@ func commitRows(t *testing.T, s objstore.Store, table string) []uint64 {
 		return nil
 	}))
 	return out
+}
+
+// TestRetainSweepsRowsLeftByLanceCleanup: Lance's own cleanup deletes
+// manifests and leaves their rows (lance #3494); a retention run that
+// removes versions also deletes the rows of versions below the newest that
+// no manifest lists, and leaves a row above the newest (a writer's commit
+// in flight) and a row naming a manifest outside the table.
+func TestRetainSweepsRowsLeftByLanceCleanup(t *testing.T) {
+	ctx := context.Background()
+	s, ddb := ddbRoot(t)
+	ns := newNS(t, s, &clock{})
+	putLanceFixture(t, s, "t")
+	p := fixturePolicy(t, s, "t") // removes 1, 3 and 4 (2 is tagged)
+	const base = "lancedb/prod/t.lance"
+	for v := uint64(1); v <= 6; v++ {
+		path := ""
+		if v == 4 {
+			path = "lancedb/prod/t.lance2/_versions/4.manifest"
+		}
+		putRow(t, ddb, base, v, path)
+	}
+	putRow(t, ddb, base, 9, base+"/_versions/9.manifest-staging") // in flight
+	// Lance's cleanup removed versions 1 and 4 before reaper came.
+	for _, v := range []uint64{1, 4} {
+		require.NoError(t, s.Delete(ctx, TableDir("t")+lance.VersionsDir+lance.ManifestName(lance.SchemeV2, v)))
+	}
+	res, err := ns.Retain(ctx, "t", RetainOptions{Policy: p})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{3}, res.Plan.Removed)
+	require.Equal(t, []uint64{2, 4, 5, 6, 9}, commitRows(t, s, "t.lance"),
+		"row 3 removed with its version, row 1 swept; row 4 names another table, row 9 is in flight")
 }
