@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -130,10 +131,18 @@ func TestMountPoints(t *testing.T) {
 			}
 			require.ErrorIs(t, walkErr, objstore.ErrMountPoint, "walk")
 			require.ErrorContains(t, walkErr, mc.key, "walk: the error names the mount point")
-			if mc.file { // a file is never removed by a prune: it refuses the tree
+			switch {
+			case mc.file: // a file is never removed by a prune: it refuses the tree
 				require.ErrorContains(t, pruneErr, "t.lance/data/f.lance is not a directory", "prune")
-			} else {
+			case mc.bare || mc.prune != "":
 				require.ErrorIs(t, pruneErr, objstore.ErrMountPoint, "prune")
+			default:
+				// The table's own file sits beside the mount: the prune
+				// refuses at whichever the directory lists first (tmpfs
+				// and ext4 list in different orders).
+				if !errors.Is(pruneErr, objstore.ErrMountPoint) {
+					require.ErrorContains(t, pruneErr, "t.lance/data/f.lance is not a directory", "prune")
+				}
 			}
 			if len(keys) > 0 {
 				require.NoError(t, getErr, "a read may cross a mount")
