@@ -116,6 +116,10 @@ type RetainOptions struct {
 	// Progress, when set, is called after each delete batch with the
 	// running totals of objects and bytes deleted.
 	Progress func(objects, bytes int64)
+	// Planned, when set, is called once the run knows what it is about to
+	// delete, before the first delete: with Progress, the total of a
+	// progress bar. A run with nothing to do never calls it.
+	Planned func(objects, bytes int64)
 }
 
 // Results of a retention run (RetainResult.Outcome).
@@ -153,8 +157,15 @@ func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions)
 	// (limits.delete_concurrency, growing toward max_delete_concurrency),
 	// not one batch at a time.
 	d := config.Default().Limits
-	res, err := n.ns.Retain(ctx, name, lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress,
-		DeleteConcurrency: d.DeleteConcurrency, MaxDeleteConcurrency: d.MaxDeleteConcurrency})
+	lo := lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress,
+		DeleteConcurrency: d.DeleteConcurrency, MaxDeleteConcurrency: d.MaxDeleteConcurrency}
+	if planned := opts.Planned; planned != nil {
+		lo.BeforeDelete = func(_ context.Context, _ int, objects, bytes int64) error {
+			planned(objects, bytes)
+			return nil
+		}
+	}
+	res, err := n.ns.Retain(ctx, name, lo)
 	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
 		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, exported(err)
 }

@@ -24,6 +24,8 @@ type retainOptions struct {
 	DryRun bool
 	Output string
 	Names  []string
+	// Progress prints each cleaned table's progress on stderr.
+	Progress bool
 }
 
 func (o *retainOptions) register(fs *pflag.FlagSet) {
@@ -32,6 +34,7 @@ func (o *retainOptions) register(fs *pflag.FlagSet) {
 	fs.Lookup("allow-short-ttl").Usage = "allow a cutoff newer than safety.min_ttl ago"
 	o.policyFlags.register(fs, 0)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report what would be deleted; delete nothing")
+	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while its old versions are removed: objects done of the total, rate and ETA (a line a second per table)")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 }
 
@@ -141,7 +144,7 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := checkCutoff(p, now, floor, o.AllowShortTTL); err != nil {
 		return err
 	}
-	rep := retainReport{dryRun: o.DryRun}
+	rep := retainReport{dryRun: o.DryRun, progress: o.progress()}
 	if err := rep.root(ctx, "", ns, p, o.Names); err != nil {
 		return storeError(ns.URI(), err)
 	}
@@ -149,9 +152,9 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 }
 
 // retainTables cleans each named live table (every live table of the root
-// when none are named) in turn, until ctx is cancelled. The error is for
-// the root's listing.
-func retainTables(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string) ([]retainRunJSON, error) {
+// when none are named) in turn, until ctx is cancelled, showing each one's
+// progress when show is set. The error is for the root's listing.
+func retainTables(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string, show *retainProgress) ([]retainRunJSON, error) {
 	if len(names) == 0 {
 		all, err := ns.List(ctx)
 		if err != nil {
@@ -168,7 +171,14 @@ func retainTables(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionP
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := ns.Retain(ctx, name, reaper.RetainOptions{Policy: p})
+		opts := reaper.RetainOptions{Policy: p}
+		if show != nil {
+			opts.Progress, opts.Planned = show.table(ns.URI(), name)
+		}
+		res, err := ns.Retain(ctx, name, opts)
+		if show != nil {
+			show.done(res.Objects, res.Bytes)
+		}
 		row := retainRunJSON{Name: name, Result: res.Outcome, VersionsDeleted: res.VersionsRemoved,
 			Objects: res.Objects, Bytes: res.Bytes, Finished: res.Finished}
 		if err != nil {

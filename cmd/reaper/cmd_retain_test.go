@@ -108,3 +108,33 @@ func TestPurgeCleansLiveTablesWithRetention(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.NotContains(t, out, `"retained"`, "off: the purge JSON is as it was")
 }
+
+// `reaper retain --progress` prints the cleaned table's progress on
+// stderr, marked version retention, ending with its done line; a table
+// with nothing to do prints none.
+func TestRetainProgress(t *testing.T) {
+	root := t.TempDir()
+	st, err := local.Open(root)
+	require.NoError(t, err)
+	lancetest.LanceDB(t, st, "events.lance/")
+	tb, err := lance.ReadTable(context.Background(), st, "events.lance/")
+	require.NoError(t, err)
+	before := tb.Versions[4].Timestamp.Add(-time.Millisecond).UTC().Format(time.RFC3339Nano)
+	args := []string{"retain", "--root", root, "--before", before, "--allow-short-ttl", "-o", "json", "--log-level", "error", "--progress"}
+
+	code, out, stderr := run(t, args...)
+	require.Equal(t, exitOK, code, stderr)
+	var ran struct {
+		Tables []retainRunJSON `json:"tables"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &ran))
+	objs := ran.Tables[0].Objects
+	require.Positive(t, objs)
+	head := "progress: events (file://" + root + "), version retention: "
+	require.Contains(t, stderr, head+"0/"+itoa(objs)+" objects (0%)")
+	require.Contains(t, stderr, head+"done, "+itoa(objs)+" objects")
+
+	code, _, stderr = run(t, args...)
+	require.Equal(t, exitOK, code)
+	require.NotContains(t, stderr, "progress:", "nothing to do, nothing shown")
+}

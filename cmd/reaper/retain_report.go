@@ -20,6 +20,8 @@ import (
 // run, or the results of each table's run, and the roots that failed.
 type retainReport struct {
 	dryRun bool
+	// progress, when set, shows each cleaned table's progress (--progress).
+	progress *retainProgress
 	// withRoot: the rows carry their root (a run over a configuration).
 	withRoot bool
 	plans    []retainJSON
@@ -54,7 +56,7 @@ type failedRootJSON struct {
 // error is for the root as a whole.
 func (r *retainReport) root(ctx context.Context, root string, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string) error {
 	if !r.dryRun {
-		rows, err := retainTables(ctx, ns, p, names)
+		rows, err := retainTables(ctx, ns, p, names, r.progress)
 		for i := range rows {
 			rows[i].Root = root
 		}

@@ -45,7 +45,7 @@ func runRetainRoots(ctx context.Context, o retainOptions, p *reaper.RetentionPol
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rep := retainReport{dryRun: o.DryRun, withRoot: true}
+	rep := retainReport{dryRun: o.DryRun, withRoot: true, progress: o.progress()}
 	if discoverErr != nil {
 		rt.log.Error("root discovery incomplete", "error", discoverErr)
 		rep.discovery = append(rep.discovery, discoverErr.Error())
