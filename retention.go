@@ -87,22 +87,40 @@ type RetentionFile struct {
 // failed). The error is for the root as a whole or a policy that cannot be
 // planned; per-table problems are in the results.
 func (n *Namespace) PlanRetention(ctx context.Context, policy RetentionPolicy, names ...string) ([]RetentionPlan, error) {
-	plans, err := n.ns.PlanRetention(ctx, policy.internal(), names...)
+	return n.PlanRetentionEach(ctx, policy, nil, names...)
+}
+
+// PlanRetentionEach is PlanRetention that also hands each table's plan to
+// each, if set, as soon as it is made (one call at a time, in the order the
+// plans complete, a few tables being read at once): the progress of a dry
+// run over a large root.
+func (n *Namespace) PlanRetentionEach(ctx context.Context, policy RetentionPolicy, each func(RetentionPlan), names ...string) ([]RetentionPlan, error) {
+	var inner func(lifecycle.RetentionPlan)
+	if each != nil {
+		inner = func(p lifecycle.RetentionPlan) { each(exportPlan(p)) }
+	}
+	plans, err := n.ns.PlanRetentionEach(ctx, policy.internal(), inner, names...)
 	if err != nil {
 		return nil, exported(err)
 	}
 	out := make([]RetentionPlan, len(plans))
 	for i, p := range plans {
-		out[i] = RetentionPlan{Name: p.Name, Result: string(p.Result), Reason: p.Reason, Versions: p.Versions,
-			Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes}
-		for _, k := range p.Plan.Kept {
-			out[i].Kept = append(out[i].Kept, KeptVersion{Version: k.Version, Why: k.Why})
-		}
-		for _, f := range p.Plan.Files {
-			out[i].Files = append(out[i].Files, RetentionFile{Key: f.Key, Bytes: f.Bytes, Why: f.Why, Verified: f.Verified})
-		}
+		out[i] = exportPlan(p)
 	}
 	return out, nil
+}
+
+// exportPlan is the public form of one table's plan.
+func exportPlan(p lifecycle.RetentionPlan) RetentionPlan {
+	out := RetentionPlan{Name: p.Name, Result: string(p.Result), Reason: p.Reason, Versions: p.Versions,
+		Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes}
+	for _, k := range p.Plan.Kept {
+		out.Kept = append(out.Kept, KeptVersion{Version: k.Version, Why: k.Why})
+	}
+	for _, f := range p.Plan.Files {
+		out.Files = append(out.Files, RetentionFile{Key: f.Key, Bytes: f.Bytes, Why: f.Why, Verified: f.Verified})
+	}
+	return out
 }
 
 // ErrUnsupportedTable: reaper does not fully understand the table's Lance

@@ -34,7 +34,7 @@ func (o *retainOptions) register(fs *pflag.FlagSet) {
 	fs.Lookup("allow-short-ttl").Usage = "allow a cutoff newer than safety.min_ttl ago"
 	o.policyFlags.register(fs, 0)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report what would be deleted; delete nothing")
-	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while its old versions are removed: objects done of the total, rate and ETA (a line a second per table)")
+	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while its old versions are removed: objects done of the total, rate and ETA (a line a second per table); with --dry-run, a line per table as soon as it is planned")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 }
 

@@ -110,8 +110,9 @@ func TestPurgeCleansLiveTablesWithRetention(t *testing.T) {
 }
 
 // `reaper retain --progress` prints the cleaned table's progress on
-// stderr, marked version retention, ending with its done line; a table
-// with nothing to do prints none.
+// stderr, marked version retention, ending with its done line, and with
+// --dry-run a line per table as it is planned; a table with nothing to do
+// prints none.
 func TestRetainProgress(t *testing.T) {
 	root := t.TempDir()
 	st, err := local.Open(root)
@@ -121,6 +122,11 @@ func TestRetainProgress(t *testing.T) {
 	require.NoError(t, err)
 	before := tb.Versions[4].Timestamp.Add(-time.Millisecond).UTC().Format(time.RFC3339Nano)
 	args := []string{"retain", "--root", root, "--before", before, "--allow-short-ttl", "-o", "json", "--log-level", "error", "--progress"}
+
+	// A dry run: one line per table as soon as it is planned.
+	code, _, stderr := run(t, append(args, "--dry-run")...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "progress: events (file://"+root+"), version retention: planned: would remove 3 of 6 versions, ")
 
 	code, out, stderr := run(t, args...)
 	require.Equal(t, exitOK, code, stderr)
@@ -134,7 +140,9 @@ func TestRetainProgress(t *testing.T) {
 	require.Contains(t, stderr, head+"0/"+itoa(objs)+" objects (0%)")
 	require.Contains(t, stderr, head+"done, "+itoa(objs)+" objects")
 
-	code, _, stderr = run(t, args...)
-	require.Equal(t, exitOK, code)
-	require.NotContains(t, stderr, "progress:", "nothing to do, nothing shown")
+	for _, more := range [][]string{nil, {"--dry-run"}} {
+		code, _, stderr = run(t, append(args, more...)...)
+		require.Equal(t, exitOK, code)
+		require.NotContains(t, stderr, "progress:", "nothing to do, nothing shown %v", more)
+	}
 }

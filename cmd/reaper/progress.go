@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/lance-reaper/reaper"
 	"io"
 	"sync"
 	"time"
@@ -76,10 +77,28 @@ type retainProgress struct {
 
 // progress is retain's --progress display, or nil.
 func (o retainOptions) progress() *retainProgress {
-	if !o.Progress || o.DryRun {
+	if !o.Progress {
 		return nil
 	}
 	return &retainProgress{printer: newProgressPrinter(o.stderr(), o.now), now: o.now}
+}
+
+// planned is a dry run's line for one table's plan, as soon as it is made:
+// none for a table with nothing to do.
+func (r *retainProgress) planned(root string, p reaper.RetentionPlan) {
+	head := fmt.Sprintf("progress: %s (%s), version retention: ", displayName(p.Name), safeText(root))
+	var line string
+	switch p.Result {
+	case reaper.RetentionPlanned:
+		line = fmt.Sprintf("planned: would remove %d of %d versions, %d files, %s", len(p.Removed), p.Versions, len(p.Files), humanBytes(p.Bytes))
+	case reaper.RetentionNothingToDo:
+		return
+	default:
+		line = p.Result + ": " + safeText(p.Reason)
+	}
+	r.printer.mu.Lock()
+	defer r.printer.mu.Unlock()
+	fmt.Fprintln(r.printer.w, head+line)
 }
 
 // table starts table's display: the callbacks its run reports through.

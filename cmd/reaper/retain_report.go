@@ -63,7 +63,12 @@ func (r *retainReport) root(ctx context.Context, root string, ns *reaper.Namespa
 		r.runs = append(r.runs, rows...)
 		return err
 	}
-	plans, err := ns.PlanRetention(ctx, p, names...)
+	var each func(reaper.RetentionPlan)
+	if r.progress != nil {
+		uri := ns.URI()
+		each = func(pl reaper.RetentionPlan) { r.progress.planned(uri, pl) }
+	}
+	plans, err := ns.PlanRetentionEach(ctx, p, each, names...)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,13 @@ const DefaultRetentionReads = 4
 // soft-deleted table is left to its purge). The error is for the root as a
 // whole; per-table problems are in the results.
 func (ns *Namespace) PlanRetention(ctx context.Context, p retention.Policy, names ...string) ([]RetentionPlan, error) {
+	return ns.PlanRetentionEach(ctx, p, nil, names...)
+}
+
+// PlanRetentionEach is PlanRetention that also hands each table's plan to
+// each, if set, as soon as it is made (one call at a time, in the order the
+// plans complete): a long dry run's progress.
+func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, each func(RetentionPlan), names ...string) ([]RetentionPlan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -80,6 +87,7 @@ func (ns *Namespace) PlanRetention(ctx context.Context, p retention.Policy, name
 		out = append(out, RetentionPlan{Name: s.Name})
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
 	sem := make(chan struct{}, DefaultRetentionReads)
 	for i := range out {
 		if out[i].Result != "" {
@@ -89,6 +97,11 @@ func (ns *Namespace) PlanRetention(ctx context.Context, p retention.Policy, name
 		wg.Go(func() {
 			defer func() { <-sem }()
 			out[i] = ns.planTable(ctx, out[i].Name, p, now)
+			if each != nil && ctx.Err() == nil {
+				mu.Lock()
+				defer mu.Unlock()
+				each(out[i])
+			}
 		})
 	}
 	wg.Wait()

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,4 +111,33 @@ func TestEachStatusRetentionReadsAWindowAhead(t *testing.T) {
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 1, rows)
 	require.LessOrEqual(t, len(s.tables), statusPlanAhead+DefaultRetentionReads+1, "read a window ahead, not the root")
+}
+
+// PlanRetentionEach hands over each table's plan, once, as PlanRetention
+// returns it: the live tables planned, unsupported ones too; a dropped
+// table is not planned.
+func TestPlanRetentionEach(t *testing.T) {
+	ctx := context.Background()
+	s := clockMemory()
+	ns := newNS(t, s, &clock{})
+	for _, n := range []string{"a", "c", "d"} {
+		putLanceFixture(t, s, n)
+	}
+	p := fixturePolicy(t, s, "a")
+	lanceTable(t, s, "b", 2)
+	_, err := ns.Drop(ctx, "c", time.Hour)
+	require.NoError(t, err)
+	got := map[string]RetentionPlan{}
+	plans, err := ns.PlanRetentionEach(ctx, p, func(pl RetentionPlan) {
+		_, twice := got[pl.Name]
+		require.False(t, twice, "%s handed over twice", pl.Name)
+		got[pl.Name] = pl
+	})
+	require.NoError(t, err)
+	want := map[string]RetentionPlan{}
+	for _, pl := range plans {
+		want[pl.Name] = pl
+	}
+	require.Equal(t, want, got)
+	require.ElementsMatch(t, []string{"a", "b", "d"}, slices.Collect(maps.Keys(got)))
 }
