@@ -16,17 +16,25 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 )
 
-// `reaper retain` without --dry-run deletes what --dry-run listed, and a
-// second run has nothing to do.
-func TestRetainCommandDeletesWhatTheDryRunListed(t *testing.T) {
-	root := t.TempDir()
+// retainFixture is a local root holding the table LanceDB wrote as
+// "events", and retain's arguments for a cutoff that removes versions 1, 3
+// and 4 of its 6 (2 is tagged).
+func retainFixture(t *testing.T) (root string, st *local.Store, args []string) {
+	t.Helper()
+	root = t.TempDir()
 	st, err := local.Open(root)
 	require.NoError(t, err)
 	lancetest.LanceDB(t, st, "events.lance/")
 	tb, err := lance.ReadTable(context.Background(), st, "events.lance/")
 	require.NoError(t, err)
 	before := tb.Versions[4].Timestamp.Add(-time.Millisecond).UTC().Format(time.RFC3339Nano)
-	args := []string{"retain", "--root", root, "--before", before, "--allow-short-ttl", "-o", "json", "--log-level", "error"}
+	return root, st, []string{"retain", "--root", root, "--before", before, "--allow-short-ttl", "-o", "json", "--log-level", "error"}
+}
+
+// `reaper retain` without --dry-run deletes what --dry-run listed, and a
+// second run has nothing to do.
+func TestRetainCommandDeletesWhatTheDryRunListed(t *testing.T) {
+	root, st, args := retainFixture(t)
 
 	code, out, stderr := run(t, append(args, "--dry-run")...)
 	require.Equal(t, exitOK, code, stderr)
@@ -59,7 +67,7 @@ func TestRetainCommandDeletesWhatTheDryRunListed(t *testing.T) {
 	for _, f := range plan.Tables[0].Files {
 		require.NoFileExists(t, filepath.Join(root, f.Key))
 	}
-	_, err = lance.ReadTable(context.Background(), st, "events.lance/")
+	_, err := lance.ReadTable(context.Background(), st, "events.lance/")
 	require.NoError(t, err, "the table still reads")
 
 	code, out, _ = run(t, args...)
@@ -114,14 +122,8 @@ func TestPurgeCleansLiveTablesWithRetention(t *testing.T) {
 // --dry-run a line per table as it is planned; a table with nothing to do
 // prints none.
 func TestRetainProgress(t *testing.T) {
-	root := t.TempDir()
-	st, err := local.Open(root)
-	require.NoError(t, err)
-	lancetest.LanceDB(t, st, "events.lance/")
-	tb, err := lance.ReadTable(context.Background(), st, "events.lance/")
-	require.NoError(t, err)
-	before := tb.Versions[4].Timestamp.Add(-time.Millisecond).UTC().Format(time.RFC3339Nano)
-	args := []string{"retain", "--root", root, "--before", before, "--allow-short-ttl", "-o", "json", "--log-level", "error", "--progress"}
+	root, _, args := retainFixture(t)
+	args = append(args, "--progress")
 
 	// A dry run: one line per table as soon as it is planned.
 	code, _, stderr := run(t, append(args, "--dry-run")...)
