@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,8 +33,10 @@ func EncodeMarker(deletedAt time.Time, ttl time.Duration) []byte {
 // any whitespace, unknown keys ignored. deleted_at_ms is required; ttl_ms is
 // optional. Both must be non-negative integers that fit int64, each given
 // once: Lance's serde refuses a repeated field, and picking one of two
-// clocks would be a guess (a repeated unknown key is ignored, as there). Anything else is an error wrapping ErrInvalidMarker,
-// and the table is never deleted.
+// clocks would be a guess (a repeated unknown key is ignored, as there);
+// for the same reason a key that is a field in another case is refused.
+// Anything else is an error wrapping ErrInvalidMarker, and the table is
+// never deleted.
 func ParseMarker(body []byte) (Marker, error) {
 	raw, err := decodeObject(body)
 	if err != nil {
@@ -58,6 +61,18 @@ func ParseMarker(body []byte) (Marker, error) {
 
 // markerKeys are the fields a marker may not repeat.
 var markerKeys = map[string]bool{"deleted_at_ms": true, "ttl_ms": true}
+
+// caseVariant is the marker field key spells in another case ("" when
+// none): Lance's serde ignores such a key, Go's encoding/json takes it for
+// the field, so two readers would disagree on the clock; refused.
+func caseVariant(key string) string {
+	for field := range markerKeys {
+		if key != field && strings.EqualFold(key, field) {
+			return field
+		}
+	}
+	return ""
+}
 
 // decodeObject reads exactly one JSON object, its values left raw. It
 // refuses a repeated marker field and anything after the closing brace but
@@ -84,6 +99,9 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 		}
 		if _, dup := raw[key]; dup && markerKeys[key] {
 			return nil, fmt.Errorf("key %q appears twice", key)
+		}
+		if field := caseVariant(key); field != "" {
+			return nil, fmt.Errorf("key %q is %q in another case: readers that match keys without case (Go's encoding/json) would take it for that field", key, field)
 		}
 		raw[key] = v
 	}
