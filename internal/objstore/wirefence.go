@@ -94,8 +94,9 @@ func wireConnOf(c net.Conn) *wireConn {
 
 // withWireDeadline arms every connection ctx's request gets (a retry by
 // the transport gets another) with by, until the answer starts: the
-// request has been written by then. done disarms the last one, should no
-// answer come; refused reports whether a write was refused.
+// request has been written by then, unless the answer is a 1xx (a body
+// still to come), which arms it again. done disarms the last one, should
+// no final answer come; refused reports whether a write was refused.
 func withWireDeadline(ctx context.Context, by time.Time) (rctx context.Context, refused func() bool, done func()) {
 	a := &wireArm{by: by}
 	var mu sync.Mutex
