@@ -40,6 +40,9 @@ type pointWatch struct {
 	armed  *armedPoint
 }
 
+// anyTable arms a point at an event of whichever table has it first.
+const anyTable = "*"
+
 // armedPoint is one pending kill or stop.
 type armedPoint struct {
 	event, table string
@@ -87,7 +90,7 @@ func (w *pointWatch) event(ev, table string) {
 			w.recordWin[table] = max(now.Sub(at), 100*time.Microsecond)
 		}
 	}
-	if a := w.armed; a != nil && a.timer == nil && a.event == ev && a.table == table {
+	if a := w.armed; a != nil && a.timer == nil && a.event == ev && (a.table == table || a.table == anyTable) {
 		a.timer = time.AfterFunc(a.delay, a.act)
 	}
 }
