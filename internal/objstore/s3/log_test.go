@@ -15,7 +15,7 @@ import (
 // a debug-level one.
 func TestSDKLinesGoThroughSlog(t *testing.T) {
 	var info, debug strings.Builder
-	for _, l := range []sdkLogger{
+	for _, l := range []SDKLogger{
 		{slog.New(slog.NewJSONHandler(&info, &slog.HandlerOptions{Level: slog.LevelInfo}))},
 		{slog.New(slog.NewJSONHandler(&debug, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	} {

@@ -105,7 +105,7 @@ func NewClient(ctx context.Context, o s3opt.Options, httpClient *http.Client) (*
 func newClient(ctx context.Context, o s3opt.Options, httpClient *http.Client, log *slog.Logger) (*s3.Client, string, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-		config.WithLogger(sdkLogger{log}),
+		config.WithLogger(SDKLogger{Log: log}),
 	}
 	if o.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.Region))
@@ -141,15 +141,16 @@ func newClient(ctx context.Context, o s3opt.Options, httpClient *http.Client, lo
 	}), regionFrom, nil
 }
 
-// sdkLogger sends the SDK's own log lines (IMDS fallbacks, "Response has
-// no supported checksum") to slog at debug level, as structured lines of
-// the process's log stream: reaper reports what a user must act on itself,
-// in one line naming the root (misconfig.go), so an SDK warning on stderr
-// before it would only confuse. A nil log means slog.Default().
-type sdkLogger struct{ log *slog.Logger }
+// SDKLogger sends the AWS SDK's own log lines (IMDS fallbacks, "Response
+// has no supported checksum") to slog at debug level, as structured lines
+// of the process's log stream: reaper reports what a user must act on
+// itself, in one line naming the root (misconfig.go), so an SDK warning on
+// stderr before it would only confuse. Every AWS client reaper builds (S3,
+// and s3+ddb's DynamoDB) logs through it. A nil Log means slog.Default().
+type SDKLogger struct{ Log *slog.Logger }
 
-func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	log := l.log
+func (l SDKLogger) Logf(c logging.Classification, format string, v ...any) {
+	log := l.Log
 	if log == nil {
 		log = slog.Default()
 	}

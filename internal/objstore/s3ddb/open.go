@@ -3,7 +3,6 @@ package s3ddb
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/s3"
@@ -90,7 +88,7 @@ func Open(ctx context.Context, loc objstore.Location, options map[string]string,
 func newClient(ctx context.Context, o ddburi.Options, endpoint string, env objstore.OpenEnv) (*dynamodb.Client, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-		config.WithLogger(sdkLogger{env.Logger}),
+		config.WithLogger(s3.SDKLogger{Log: env.Logger}),
 	}
 	if o.S3.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.S3.Region))
@@ -114,17 +112,4 @@ func newClient(ctx context.Context, o ddburi.Options, endpoint string, env objst
 			do.HTTPClient = &http.Client{Transport: env.Transport}
 		}
 	}), nil
-}
-
-// sdkLogger keeps the SDK's own log lines off stderr, at debug level on
-// the open's logger (see the S3 backend's: reaper reports what a user must
-// act on itself). A nil log means slog.Default().
-type sdkLogger struct{ log *slog.Logger }
-
-func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	log := l.log
-	if log == nil {
-		log = slog.Default()
-	}
-	log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "component", "aws-sdk", "classification", string(c))
 }
