@@ -151,7 +151,7 @@ func TestStatusRoundTrip(t *testing.T) {
 		MarkerModified: at, MarkerETag: `"e"`, Problem: "p", FutureDated: true,
 		Lease:           &lock.Info{Owner: "o", Token: "k", Generation: 3, TTL: time.Minute, AcquiredAt: at, RenewedAt: at, ExpiresAt: at, Modified: at},
 		LeaseTakeoverAt: at, Hold: &lifecycle.Hold{Reason: "r", HeldBy: "b", HeldAtMs: 4, Folder: true},
-		Commit: &lifecycle.Commit{Owner: "o", Generation: 5, CommittedAtMs: 6, Marker: "m", Stuck: "s", StuckAtMs: 7}}
+		Commit: &lifecycle.Commit{Owner: "o", Generation: 5, CommittedAtMs: 6, Marker: "m", Stuck: "s", StuckAtMs: 7}, RetainRecord: true}
 	require.Equal(t, in, statusOf(in).internal())
 	// Every field of the test value is set, so a field added later and
 	// left out of the conversion fails the comparison above.

@@ -17,6 +17,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // facadeRoot is one database root the public API opens.
@@ -327,6 +328,12 @@ func TestPurgeRootsRetainsLiveTables(t *testing.T) {
 		r := mk(t)
 		st := r.Open(t)
 		before := lancetest.LanceDB(t, st, "events.lance/")
+		// The table was written just now, and a version goes only when the
+		// store wrote it before the cutoff too: the pass runs with the
+		// store's clock two hours ahead.
+		clock := objstoretest.NewClock()
+		clock.Advance(2 * time.Hour)
+		ctx = stack.WithWrapBackend(ctx, func(s objstore.Store) objstore.Store { return clock.Wrap(s) })
 		rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{
 			Roots:    []reaper.Root{{URI: r.URI, StorageOptions: r.Options}},
 			Settings: map[string]string{"retention.enabled": "true", "retention.older_than": "1h"},

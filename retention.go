@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -138,6 +139,14 @@ type RetainOptions struct {
 	// delete, before the first delete: with Progress, the total of a
 	// progress bar. A run with nothing to do never calls it.
 	Planned func(objects, bytes int64)
+	// MinTTL is the floor the policy is checked against at the store's
+	// clock: a cutoff newer than MinTTL ago, or an UnverifiedAfter below it,
+	// is refused (ErrShortTTL, nothing deleted), as `reaper retain` refuses
+	// it. Zero means DefaultMinTTL (1h): OlderThan: 7 (nanoseconds, a "7
+	// days" slip) must not clean a table to its newest version.
+	MinTTL time.Duration
+	// AllowShortTTL lifts the floor, as `reaper retain --allow-short-ttl`.
+	AllowShortTTL bool
 }
 
 // Results of a retention run (RetainResult.Outcome).
@@ -167,16 +176,23 @@ type RetainResult struct {
 // that do not take it: the plan is recorded before the first delete, the
 // versions and tags are read again before the manifests and again before
 // the files go, and a hold or PAUSE stops it before its next batch. A run
-// cut short leaves its record; the next run finishes it. Errors: ErrHeld,
-// ErrPaused, ErrLocked, ErrAlreadyDeleted (a soft-deleted table is left to
-// its purge), ErrNotFound, ErrUnsupportedTable.
+// cut short leaves its record; the next run takes over only what of it is
+// still true (never a version its own policy keeps). A policy below the
+// floor (opts.MinTTL) is refused. Errors: ErrHeld, ErrPaused, ErrLocked,
+// ErrShortTTL, ErrAlreadyDeleted (a soft-deleted table is left to its
+// purge), ErrNotFound, ErrUnsupportedTable. Configuration switches (dry_run,
+// paused) are a pass's: a service that wants them runs PurgeRoots.
 func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions) (RetainResult, error) {
 	// Deletes go with the adaptive concurrency a purge has by default
 	// (limits.delete_concurrency, growing toward max_delete_concurrency),
 	// not one batch at a time.
 	d := config.Default().Limits
 	lo := lifecycle.RetainOptions{Policy: opts.Policy.internal(), Progress: opts.Progress,
-		DeleteConcurrency: d.DeleteConcurrency, MaxDeleteConcurrency: d.MaxDeleteConcurrency}
+		DeleteConcurrency: d.DeleteConcurrency, MaxDeleteConcurrency: d.MaxDeleteConcurrency,
+		MinTTL: cmp.Or(opts.MinTTL, lifecycle.DefaultMinTTL)}
+	if opts.AllowShortTTL {
+		lo.MinTTL = 0
+	}
 	if planned := opts.Planned; planned != nil {
 		lo.BeforeDelete = func(_ context.Context, _ int, objects, bytes int64) error {
 			planned(objects, bytes)

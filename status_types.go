@@ -75,6 +75,10 @@ type TableStatus struct {
 	// Commit is set when a purge committed against the current marker
 	// (partially_purged, stuck, or purging while its lease is held).
 	Commit *PurgeCommit
+	// RetainRecord: a version-retention record (<name>.reaper-retain) is
+	// beside the table, left by a retention run that was interrupted or is
+	// running; the next run takes over only what of it is still true.
+	RetainRecord bool
 }
 
 // Due reports whether the table may be purged at now, a time of the
@@ -215,7 +219,8 @@ type Plan struct {
 func statusOf(s lifecycle.TableStatus) TableStatus {
 	out := TableStatus{Name: s.Name, State: State(s.State), HasData: s.HasData, TTL: s.TTL,
 		DeletedAt: s.DeletedAt, PurgeAfter: s.PurgeAfter, MarkerModified: s.MarkerModified,
-		MarkerETag: s.MarkerETag, Problem: s.Problem, FutureDated: s.FutureDated, LeaseTakeoverAt: s.LeaseTakeoverAt}
+		MarkerETag: s.MarkerETag, Problem: s.Problem, FutureDated: s.FutureDated, LeaseTakeoverAt: s.LeaseTakeoverAt,
+		RetainRecord: s.RetainRecord}
 	if s.Marker != nil {
 		m := markerOf(*s.Marker)
 		out.Marker = &m
@@ -238,7 +243,8 @@ func statusOf(s lifecycle.TableStatus) TableStatus {
 func (s TableStatus) internal() lifecycle.TableStatus {
 	out := lifecycle.TableStatus{Name: s.Name, State: lifecycle.State(s.State), HasData: s.HasData, TTL: s.TTL,
 		DeletedAt: s.DeletedAt, PurgeAfter: s.PurgeAfter, MarkerModified: s.MarkerModified,
-		MarkerETag: s.MarkerETag, Problem: s.Problem, FutureDated: s.FutureDated, LeaseTakeoverAt: s.LeaseTakeoverAt}
+		MarkerETag: s.MarkerETag, Problem: s.Problem, FutureDated: s.FutureDated, LeaseTakeoverAt: s.LeaseTakeoverAt,
+		RetainRecord: s.RetainRecord}
 	if s.Marker != nil {
 		m := s.Marker.internal()
 		out.Marker = &m

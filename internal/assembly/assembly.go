@@ -2,9 +2,11 @@
 // and run, and the public reaper.PurgeRoots. A pass is the same parts
 // whatever it does to a table: one store stack with one pacer, the roots
 // of the configuration (discovery, then this replica's shard), observers,
-// the audit ledger. New builds those parts; a kind of pass (Parts.Purger
-// today) turns them into its runner, so a second kind (version retention)
-// is one more method here, not one more copy of the wiring.
+// the audit ledger. New builds those parts; a kind of pass turns them into
+// its runner: Parts.Purger (purges, then version retention where it is
+// enabled) and Parts.Retainer (version retention alone, `reaper retain`).
+// Every switch (dry_run, paused, PAUSE, safety.deletions_enabled), rail,
+// limit and the ledger reach both the same way.
 package assembly
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/retry"
+	"github.com/lance-reaper/reaper/internal/retention"
 	"github.com/lance-reaper/reaper/internal/roots"
 	"github.com/lance-reaper/reaper/internal/stack"
 	"github.com/lance-reaper/reaper/internal/worker"
@@ -141,6 +144,17 @@ func (p *Parts) Purger() *worker.Worker {
 		Owner:    p.Owner,
 		Version:  p.Version,
 	}
+}
+
+// Retainer is a version-retention pass over the parts: nothing is purged;
+// the live tables of every root where retention runs are cleaned. policy,
+// when set, replaces every root's retention section (retention on with it
+// everywhere); nil keeps each root's own, and roots where it is off are
+// left alone.
+func (p *Parts) Retainer(policy *retention.Policy) *worker.Worker {
+	w := p.Purger()
+	w.Kind, w.Policy = worker.RetainOnly, policy
+	return w
 }
 
 // observers is the metrics observer (when the stack records metrics)

@@ -130,9 +130,19 @@ type Safety struct {
 	// two of its three tables.
 	BlastRadiusMinTables int  `yaml:"blast_radius_min_tables"`
 	ConfirmBlastRadius   bool `yaml:"confirm_blast_radius"`
-	// RetentionEnabled false runs every pass but never deletes (shadow
-	// rollout next to dry_run).
+	// DeletionsEnabled false runs every pass but never deletes anything,
+	// neither purges nor version retention (a shadow rollout next to
+	// dry_run). RetentionEnabled is its old name, still read: either set
+	// false switches deletions off (DeletesEnabled).
+	DeletionsEnabled *bool `yaml:"deletions_enabled"`
 	RetentionEnabled *bool `yaml:"retention_enabled"`
+}
+
+// DeletesEnabled reports whether passes may delete: neither
+// safety.deletions_enabled nor its old name safety.retention_enabled is
+// false.
+func (s Safety) DeletesEnabled() bool {
+	return (s.DeletionsEnabled == nil || *s.DeletionsEnabled) && (s.RetentionEnabled == nil || *s.RetentionEnabled)
 }
 
 // Metrics export.

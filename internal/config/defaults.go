@@ -43,6 +43,7 @@ func Default() Config {
 			BlastRadiusMaxPercent: 50,
 			// The percentage applies to roots of 10 tables or more.
 			BlastRadiusMinTables: 10,
+			DeletionsEnabled:     boolPtr(true),
 			RetentionEnabled:     boolPtr(true),
 		},
 		Metrics:   Metrics{PerRootLabels: boolPtr(true), PushJob: "reaper"},

@@ -189,6 +189,9 @@ func (c *Config) ApplyJobCompletionIndex(lookupEnv func(string) (string, bool)) 
 
 // fillNil restores defaults for optional booleans a file set to null.
 func fillNil(c *Config) {
+	if c.Safety.DeletionsEnabled == nil {
+		c.Safety.DeletionsEnabled = boolPtr(true)
+	}
 	if c.Safety.RetentionEnabled == nil {
 		c.Safety.RetentionEnabled = boolPtr(true)
 	}

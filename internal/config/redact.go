@@ -21,6 +21,9 @@ func (c Config) Redacted() Config {
 	if c.Metrics.Pushgateway != "" {
 		out.Metrics.Pushgateway = redactURL(c.Metrics.Pushgateway)
 	}
+	if c.Safety.DeletionsEnabled != nil {
+		out.Safety.DeletionsEnabled = boolPtr(*c.Safety.DeletionsEnabled)
+	}
 	if c.Safety.RetentionEnabled != nil {
 		out.Safety.RetentionEnabled = boolPtr(*c.Safety.RetentionEnabled)
 	}

@@ -109,6 +109,10 @@ func (c Config) checkRetention(v *validator, key string, r Retention) {
 		v.add(key+".older_than", r.OlderThan, fmt.Sprintf("is below safety.min_ttl %s: versions that recent may still be read", floor),
 			"raise it to safety.min_ttl or more, or set safety.allow_short_ttl: true")
 	}
+	if floor := c.Safety.MinTTL.D(); r.UnverifiedAfter.D() > 0 && r.UnverifiedAfter.D() < floor && !r.DeleteUnverified && !c.Safety.AllowShortTTL {
+		v.add(key+".unverified_after", r.UnverifiedAfter, fmt.Sprintf("is below safety.min_ttl %s: a file that young no version references may be an index build or a write in progress", floor),
+			"raise it to safety.min_ttl or more (Lance's default is 7d), or set safety.allow_short_ttl: true")
+	}
 }
 
 // RetentionSummary says in one line where version retention is on: "off",

@@ -77,6 +77,10 @@ func TestValidateRetention(t *testing.T) {
 		{"older_than zero", func(c *Config) { c.Retention.Enabled = true; c.Retention.OlderThan = 0 }, "retention.older_than", "7d"},
 		{"older_than below the floor", func(c *Config) { c.Retention.Enabled = true; c.Retention.OlderThan = short },
 			"retention.older_than", "allow_short_ttl"},
+		{"unverified_after below the floor: an index build in progress is that young", func(c *Config) {
+			c.Retention.Enabled = true
+			c.Retention.UnverifiedAfter = Duration(2 * time.Second)
+		}, "retention.unverified_after", "allow_short_ttl"},
 		{"a root's own, below the floor", func(c *Config) {
 			c.Roots[0].Retention = RetentionOverride{Enabled: &on, OlderThan: &short}
 		}, "roots[0].retention.older_than", "safety.min_ttl"},
@@ -100,6 +104,9 @@ func TestValidateRetention(t *testing.T) {
 	c = valid()
 	c.Retention.OlderThan = 0
 	require.NoError(t, c.Validate(), "older_than of a disabled retention is not read")
+	c = valid()
+	c.Retention.Enabled, c.Retention.UnverifiedAfter, c.Retention.DeleteUnverified = true, Duration(time.Second), true
+	require.NoError(t, c.Validate(), "delete_unverified is its own explicit choice")
 }
 
 // The daemon's start line names every root retention cleans, or says off.

@@ -244,7 +244,7 @@ func (t *Table) refresh(ctx context.Context, store objstore.Store) (*Table, erro
 func readManifests(ctx context.Context, store objstore.Store, dir string, vs []Version, known map[string]Version, keep func(*Version) error) error {
 	return forEach(ctx, len(vs), func(ctx context.Context, i int) error {
 		v := &vs[i]
-		if k, ok := known[v.Key]; ok {
+		if k, ok := known[v.Key]; ok && sameObject(k, *v) {
 			v.Manifest, v.refs = k.Manifest, k.refs
 			return nil
 		}
@@ -265,6 +265,14 @@ func readManifests(ctx context.Context, store objstore.Store, dir string, vs []V
 		}
 		return nil
 	})
+}
+
+// sameObject reports whether a manifest listed again is the one read
+// before: the same size and LastModified (manifests are written once, but
+// a table dropped and created again under the same name writes new ones
+// at the same keys).
+func sameObject(read, listed Version) bool {
+	return read.Size == listed.Size && read.LastModified.Equal(listed.LastModified)
 }
 
 // forEach runs fn for 0..n-1, ReadConcurrency at a time, and returns the

@@ -127,6 +127,8 @@ const (
 	entryLock
 	entryHold
 	entryCommit
+	// entryRetain: a retention record (retain_record.go).
+	entryRetain
 	// entryNotTable: <name>.lance is an object (a symlink or a file on a
 	// local disk), not a directory.
 	entryNotTable
@@ -145,12 +147,12 @@ type keySuffix struct {
 // (lastKey), so a new kind of key is one more entry here, never a spelling
 // elsewhere.
 var (
-	objectSuffixes = []keySuffix{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}, {CommitSuffix, entryCommit}, {TableSuffix, entryNotTable}}
+	objectSuffixes = []keySuffix{{MarkerSuffix, entryMarker}, {LockSuffix, entryLock}, {HoldSuffix, entryHold}, {CommitSuffix, entryCommit}, {RetainSuffix, entryRetain}, {TableSuffix, entryNotTable}}
 	prefixSuffixes = []keySuffix{{HoldSuffix, entryHold}, {TableSuffix, entryTable}}
 )
 
 // lastKeySuffix is the greatest of a name's keys less the name:
-// ".reaper-purge". Every suffix starts with ".", so all the keys of a name
+// ".reaper-retain". Every suffix starts with ".", so all the keys of a name
 // lie in [name+".", lastKey(name)].
 var lastKeySuffix = func() string {
 	last := ""

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/lock"
@@ -28,6 +29,17 @@ const (
 type RetainOptions struct {
 	// Policy is what to remove (retention.Policy.Validate must accept it).
 	Policy retention.Policy
+	// Plan, when set, is the plan of Policy the caller made of the table
+	// (PlanTableRetention) outside the lease: the run executes it, only
+	// narrowed under the lease to what the table still allows. Without
+	// it, or when the table's retention record is not the one the plan
+	// saw, the run plans under the lease.
+	Plan *RetentionPlan
+	// MinTTL is the floor (safety.min_ttl) the policy is checked against
+	// at the store's clock (retention.Policy.CheckFloor): below it the run
+	// stops before its lease, ErrShortTTL, nothing deleted. 0: no floor
+	// (the caller checked, or allows short ages).
+	MinTTL time.Duration
 	// DeleteConcurrency and MaxDeleteConcurrency are as for a purge
 	// (adaptive.go).
 	DeleteConcurrency    int
@@ -46,11 +58,13 @@ type RetainOptions struct {
 type RetainResult struct {
 	Name    string
 	Outcome RetainOutcome
-	// Plan is the plan as made (empty when the run finished a record a
-	// killed run left: Finished).
+	// Plan is the plan the run executed, before it was narrowed (keys
+	// relative to the table directory).
 	Plan retention.Plan
-	// Finished: the run finished the plan of an earlier, interrupted run.
+	// Finished: the run found the record of an earlier run cut short and
+	// took over what of it was still true (Record).
 	Finished bool
+	Record   *RecordInfo
 	// VersionsRemoved, Objects and Bytes are what was deleted (manifests
 	// included).
 	VersionsRemoved int
@@ -64,28 +78,33 @@ type RetainResult struct {
 // as Lance's cleanup_old_versions would, beside LanceDB writers that do not
 // take reaper's lease. This file owns the retention order
 // (docs/RETENTION.md); every step is safe to crash after, and the next run
-// finishes the job:
+// takes over what of it is still true:
 //
 //  1. the table is live: no marker (a soft-deleted table is left to its
-//     purge) and a directory of its own;
+//     purge) and a directory of its own; the policy is not below the floor
+//     (opts.MinTTL) at the store's clock;
 //  2. take the table's lease, so no purge, revive or other retention of
 //     the table runs meanwhile; its fenced context carries what follows;
 //  3. guard: lease read back, no marker, no purge commit, no hold, no
 //     PAUSE;
-//  4. a record a killed run left is finished (the table read again and
-//     the record narrowed by retention.Recheck); otherwise read every
-//     version, plan, and write the record create-if-absent: from here a
-//     crash leaves what to finish;
+//  4. the plan: opts.Plan as made, or, without one or when the record
+//     beside the table is not the one it saw, a plan made now: the policy
+//     on the table as it is, plus the files a record left by a run cut
+//     short still proves (retain_record.go); a record never removes a
+//     version the policy keeps. The record is written (create-if-absent,
+//     or over the old one, compare-and-swap): from here a crash leaves
+//     what to finish. A plan with nothing to do only removes an old record;
 //  5. the audit intent (opts.BeforeDelete);
 //  6. read the versions and refs again, narrow the plan (a version
-//     committed, tagged or branched from since keeps what it references),
-//     then delete the removed versions' manifests, oldest first, in
-//     batches, the guard before each: a version still listed never misses
-//     a file, since files go only after every manifest; then their rows in
-//     an external commit store (s3+ddb://, retain_rows.go), never the
-//     newest version's;
-//  7. read them again, narrow again, and delete the files in batches, the
-//     guard before each;
+//     committed, tagged, branched from or renamed since keeps what it
+//     references), then delete the removed versions' manifests, oldest
+//     first, in batches, the guard before each: a version still listed
+//     never misses a file, since files go only after every manifest;
+//  7. read them again and narrow again: a removed version still listed,
+//     under any key, now stands with every file it references; then the
+//     versions' rows in an external commit store (s3+ddb://,
+//     retain_rows.go), never the newest version's, then the files in
+//     batches, the guard before each;
 //  8. guard, then delete the record.
 func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions) (RetainResult, error) {
 	res := RetainResult{Name: name}
@@ -95,9 +114,15 @@ func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions
 	if err := opts.Policy.Validate(); err != nil {
 		return res, err
 	}
+	if opts.Plan != nil && opts.Plan.Name != name {
+		return res, fmt.Errorf("retain %q: the plan given is table %q's", name, opts.Plan.Name)
+	}
 	ctx = withTable(ctx, name)
-	// 1. A live table.
+	// 1. A live table, and a policy above the floor.
 	if err := ns.checkLive(ctx, name); err != nil {
+		return res, err
+	}
+	if err := ns.checkRetainFloor(ctx, name, opts); err != nil {
 		return res, err
 	}
 	// 2. The lease; steps 3 to 8 under it.
@@ -107,6 +132,27 @@ func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions
 		return err
 	})
 	return res, err
+}
+
+// checkRetainFloor refuses a policy below opts.MinTTL at the store's clock
+// (the plan's, when one is given).
+func (ns *Namespace) checkRetainFloor(ctx context.Context, name string, opts RetainOptions) error {
+	if opts.MinTTL <= 0 {
+		return nil
+	}
+	var now time.Time
+	if opts.Plan != nil && !opts.Plan.Now.IsZero() {
+		now = opts.Plan.Now
+	} else {
+		var err error
+		if now, err = ns.storeNow(ctx); err != nil {
+			return fmt.Errorf("retain %q: %w", name, err)
+		}
+	}
+	if err := opts.Policy.CheckFloor(now, opts.MinTTL); err != nil {
+		return fmt.Errorf("retain %q: %w: %w; nothing was deleted", name, ErrShortTTL, err)
+	}
+	return nil
 }
 
 // checkLive refuses a table that is soft-deleted, not a directory, or
@@ -132,6 +178,48 @@ func (ns *Namespace) checkLive(ctx context.Context, name string) error {
 	return nil
 }
 
+// planUnderLease is the plan a run executes: opts.Plan when the record
+// beside the table is the one it saw (none, or the same ETag), else a plan
+// made now, under the lease, by the same planner. The plan's keys come
+// back relative to the table directory.
+func (ns *Namespace) planUnderLease(ctx context.Context, name string, opts RetainOptions, recETag string) (RetentionPlan, error) {
+	rp := RetentionPlan{}
+	if opts.Plan != nil && opts.Plan.table != nil && planSawRecord(opts.Plan, recETag) {
+		rp = *opts.Plan
+	} else {
+		now, err := ns.storeNow(ctx)
+		if err != nil {
+			return rp, fmt.Errorf("retain %q: %w", name, err)
+		}
+		rp = ns.planTable(ctx, name, opts.Policy, now, recETag != "")
+	}
+	if rp.Result == RetentionUnsupported || rp.Result == RetentionFailed {
+		err := rp.err
+		if err == nil {
+			err = errors.New(rp.Reason)
+		}
+		return rp, fmt.Errorf("retain %q: %w", name, err)
+	}
+	// Keys relative to the table directory, as the record and the
+	// deletes take them.
+	files := make([]retention.File, len(rp.Plan.Files))
+	for i, f := range rp.Plan.Files {
+		f.Key = strings.TrimPrefix(f.Key, TableDir(name))
+		files[i] = f
+	}
+	rp.Plan.Files = files
+	return rp, nil
+}
+
+// planSawRecord reports whether plan was made with the record whose ETag
+// is etag ("" for none) beside the table.
+func planSawRecord(plan *RetentionPlan, etag string) bool {
+	if plan.Record == nil {
+		return etag == ""
+	}
+	return plan.Record.etag == etag
+}
+
 // retainUnderLease runs steps 3 to 8; ctx is the lease's fenced context.
 func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, name string, res RetainResult, opts RetainOptions) (RetainResult, error) {
 	g := &retainGuard{ns: ns, name: name, lease: lease}
@@ -139,41 +227,47 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	if err := g.check(ctx); err != nil {
 		return res, err
 	}
-	// 4. The record: a killed run's, or this run's plan.
-	rec, robj, err := ns.readRetainRecord(ctx, name)
+	// 4. The plan and the record.
+	_, robj, err := ns.readRetainRecord(ctx, name)
 	if err != nil {
 		return res, fmt.Errorf("retain %q: %w", name, err)
 	}
-	t, err := lance.ReadTable(ctx, ns.store, TableDir(name))
+	rp, err := ns.planUnderLease(ctx, name, opts, robj.ETag)
 	if err != nil {
-		return res, fmt.Errorf("retain %q: %w", name, err)
+		return res, err
 	}
-	if rec != nil {
-		res.Finished = true
-		ns.log.InfoContext(ctx, "finishing the retention run a killed run left", "table", name,
-			"versions", len(rec.Versions), "files", len(rec.Files), "recorded_by", rec.Owner)
-	} else {
-		now, err := ns.storeNow(ctx)
-		if err != nil {
-			return res, fmt.Errorf("retain %q: %w", name, err)
-		}
-		plan, err := retention.Compute(t, opts.Policy, now)
-		if err != nil {
-			return res, fmt.Errorf("retain %q: %w", name, err)
-		}
-		res.Plan = plan
-		if len(plan.Files) == 0 && len(plan.Removed) == 0 {
-			res.Outcome = RetainNothingToDo
+	res.Plan, res.Record, res.Finished = rp.Plan, rp.Record, rp.Record != nil
+	if res.Finished {
+		ns.log.InfoContext(ctx, "a retention record of a run cut short: only what of it is still true is finished", "table", name,
+			"recorded_versions", rp.Record.Versions, "recorded_files", rp.Record.Files, "files_still_true", rp.Record.StillTrue,
+			"recorded_by", rp.Record.Owner)
+	}
+	if len(rp.Plan.Files) == 0 && len(rp.Plan.Removed) == 0 {
+		res.Outcome = RetainNothingToDo
+		if robj.ETag == "" {
 			return res, nil
 		}
-		info := lease.Info()
-		r := newRetainRecord(plan, info.Owner, info.Generation, now)
-		if robj, err = ns.writeRetainRecord(ctx, name, r); err != nil {
-			return res, err
+		// Nothing of the old record is still true: it goes.
+		if err := g.check(ctx); err != nil {
+			return res, fmt.Errorf("retain %q: stopped before removing an old record: %w", name, err)
 		}
-		rec = &r
+		if err := ns.store.DeleteIfMatch(ctx, RetainKey(name), robj.ETag); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return res, fmt.Errorf("retain %q: delete an old retention record: %w", name, err)
+		}
+		return res, nil
 	}
-	g.recordETag = robj.ETag
+	info := lease.Info()
+	recNow := rp.Now
+	if now, err := ns.storeNow(ctx); err == nil {
+		recNow = now
+	}
+	r := newRetainRecord(rp.Plan, info.Owner, info.Generation, recNow)
+	written, err := ns.writeRetainRecord(ctx, name, r, robj.ETag)
+	if err != nil {
+		return res, err
+	}
+	rec := &r
+	g.recordETag = written.ETag
 	// 5. The audit intent.
 	if opts.BeforeDelete != nil {
 		if err := opts.BeforeDelete(ctx, len(rec.Versions), int64(len(rec.Files)), recordBytes(rec.Files)); err != nil {
@@ -182,18 +276,19 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	}
 	d := &retainDeleter{ns: ns, g: g, name: name, opts: opts, res: &res}
 	// 6. Manifests, oldest first, after reading the versions again.
-	if t, rec, err = d.narrow(ctx, t, *rec); err != nil {
+	t := rp.table
+	if t, rec, err = d.narrow(ctx, t, *rec, false); err != nil {
 		return res, err
 	}
 	if err := d.delete(ctx, manifestsOf(*rec)); err != nil {
 		return res, err
 	}
-	if err := d.deleteRows(ctx, t, rec.Versions); err != nil {
+	// 7. Read again: a version still listed now stands. Then rows, files.
+	if t, rec, err = d.narrow(ctx, t, *rec, true); err != nil {
 		return res, err
 	}
 	res.VersionsRemoved = len(rec.Versions)
-	// 7. Files, after reading the versions again.
-	if _, rec, err = d.narrow(ctx, t, *rec); err != nil {
+	if err := d.deleteRows(ctx, t, recordedVersions(rec.Versions)); err != nil {
 		return res, err
 	}
 	if err := d.delete(ctx, filesOf(*rec)); err != nil {
@@ -208,8 +303,17 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	}
 	res.Outcome = RetainCleaned
 	ns.log.InfoContext(ctx, "retention finished", "table", name, "versions_removed", res.VersionsRemoved,
-		"objects", res.Objects, "bytes", res.Bytes, "finished_earlier_run", res.Finished)
+		"objects", res.Objects, "bytes", res.Bytes, "took_over_a_record", res.Finished)
 	return res, nil
+}
+
+// recordedVersions are the versions' numbers.
+func recordedVersions(vs []recordVersion) []uint64 {
+	out := make([]uint64, len(vs))
+	for i, v := range vs {
+		out[i] = v.Version
+	}
+	return out
 }
 
 // recordBytes sums the sizes of files.
@@ -268,15 +372,16 @@ type retainDeleter struct {
 }
 
 // narrow reads the table's versions and refs again and keeps, of the
-// record, what the table still allows (retention.Recheck).
-func (d *retainDeleter) narrow(ctx context.Context, t *lance.Table, rec retainRecord) (*lance.Table, *retainRecord, error) {
+// record, what the table still allows (retention.Recheck); manifestsDeleted
+// says the record's manifests were deleted since.
+func (d *retainDeleter) narrow(ctx context.Context, t *lance.Table, rec retainRecord, manifestsDeleted bool) (*lance.Table, *retainRecord, error) {
 	t, err := t.Refresh(ctx, d.ns.store)
 	if err != nil {
 		return nil, nil, fmt.Errorf("retain %q: read the versions again: %w", d.name, err)
 	}
-	versions, keys := retention.Recheck(t, rec.Versions, rec.keys())
+	versions, keys := retention.Recheck(t, rec.removals(), rec.keys(), manifestsDeleted)
 	if n := len(rec.Files) - len(keys); n > 0 {
-		d.ns.log.InfoContext(ctx, "a version written, tagged or branched from since the plan keeps files of it",
+		d.ns.log.InfoContext(ctx, "a version written, tagged, branched from or still listed since the plan keeps files of it",
 			"table", d.name, "files_kept", n, "versions_kept", len(rec.Versions)-len(versions))
 	}
 	out := rec.narrow(versions, keys)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/retention"
 )
 
@@ -44,7 +45,26 @@ type RetentionPlan struct {
 	// Versions is how many versions of main the table had.
 	Versions int
 	Plan     retention.Plan
+	// Record is set when a retention record was found beside the table:
+	// its files still true are in Plan.Files (WhyRecorded), the rest of it
+	// is dropped by the run (retain_record.go).
+	Record *RecordInfo
+	// Now is the store's clock the plan was judged at.
+	Now time.Time
+	// table is the table as read for the plan: a run that executes the
+	// plan reads only what changed since (lance.Table.Refresh).
+	table *lance.Table
+	// err is why the plan failed or is unsupported, whole (a cancelled
+	// context, a lost lease), for a run to classify.
+	err error
 }
+
+// Err is why the plan failed or is unsupported, whole (nil otherwise).
+func (rp *RetentionPlan) Err() error { return rp.err }
+
+// Forget drops what the plan keeps for a run that executes it (the table
+// as read): a plan kept for a report costs its lists only.
+func (rp *RetentionPlan) Forget() { rp.table = nil }
 
 // DefaultRetentionReads bounds how many tables PlanRetention reads at once
 // (each reads lance.ReadConcurrency manifests at once).
@@ -84,7 +104,7 @@ func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, 
 			}
 			continue
 		}
-		out = append(out, RetentionPlan{Name: s.Name})
+		out = append(out, RetentionPlan{Name: s.Name, Record: recordSeen(s)})
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -96,7 +116,8 @@ func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, 
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i] = ns.planTable(ctx, out[i].Name, p, now)
+			out[i] = ns.planTable(ctx, out[i].Name, p, now, out[i].Record != nil)
+			out[i].Forget()
 			if each != nil && ctx.Err() == nil {
 				mu.Lock()
 				defer mu.Unlock()
@@ -111,6 +132,10 @@ func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, 
 	return out, nil
 }
 
+// NotRetainable says why version retention leaves a table ("" when it is a
+// live table it plans).
+func NotRetainable(s TableStatus) string { return notRetainable(s) }
+
 // notRetainable says why a table is not planned ("" when it is).
 func notRetainable(s TableStatus) string {
 	switch {
@@ -124,40 +149,65 @@ func notRetainable(s TableStatus) string {
 	return fmt.Sprintf("not a live table (%s)", s.State)
 }
 
+// recordSeen is a placeholder RecordInfo for a status whose listing shows
+// a retention record (nil without one): the plan reads the record.
+func recordSeen(s TableStatus) *RecordInfo {
+	if !s.RetainRecord {
+		return nil
+	}
+	return &RecordInfo{}
+}
+
 // PlanTableRetention plans one table a caller's own listing found live,
 // judged at now (the store's clock of that listing), without listing the
-// root again: a pass's dry run plans each live table of its plan so.
-// Deletes nothing.
-func (ns *Namespace) PlanTableRetention(ctx context.Context, p retention.Policy, name string, now time.Time) (RetentionPlan, error) {
+// root again: a pass plans each live table of its plan so, and a run
+// executes the plan (RetainOptions.Plan). record says the listing showed a
+// retention record beside the table (TableStatus.RetainRecord): the plan
+// reads it. Deletes nothing.
+func (ns *Namespace) PlanTableRetention(ctx context.Context, p retention.Policy, name string, now time.Time, record bool) (RetentionPlan, error) {
 	if err := p.Validate(); err != nil {
 		return RetentionPlan{}, err
 	}
 	if err := ValidateName(name); err != nil {
 		return RetentionPlan{}, err
 	}
-	return ns.planTable(ctx, name, p, now), nil
+	return ns.planTable(ctx, name, p, now, record), nil
 }
 
-// planTable reads and plans one table.
-func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Policy, now time.Time) RetentionPlan {
+// planTable reads and plans one table, and the record beside it when
+// record says there is one. Under a table's lease ctx is the fenced one.
+func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Policy, now time.Time, record bool) RetentionPlan {
 	ctx = withTable(ctx, name)
-	rp := RetentionPlan{Name: name}
+	rp := RetentionPlan{Name: name, Now: now}
+	var rec *retainRecord
+	var recObj objstore.Object
+	if record {
+		var err error
+		if rec, recObj, err = ns.readRetainRecord(ctx, name); err != nil {
+			rp.Result, rp.Reason, rp.err = RetentionFailed, err.Error(), err
+			return rp
+		}
+	}
 	t, err := lance.ReadTable(ctx, ns.store, TableDir(name))
 	var ue *lance.UnsupportedError
 	switch {
 	case errors.As(err, &ue):
-		rp.Result, rp.Reason = RetentionUnsupported, ue.Reason
+		rp.Result, rp.Reason, rp.err = RetentionUnsupported, ue.Reason, err
 		return rp
 	case err != nil:
-		rp.Result, rp.Reason = RetentionFailed, err.Error()
+		rp.Result, rp.Reason, rp.err = RetentionFailed, err.Error(), err
 		return rp
 	}
 	rp.Versions = len(t.Versions)
 	plan, err := retention.Compute(t, p, now)
 	if err != nil {
-		rp.Result, rp.Reason = RetentionFailed, err.Error()
+		rp.Result, rp.Reason, rp.err = RetentionFailed, err.Error(), err
 		return rp
 	}
+	if rec != nil {
+		rp.Record = withRecord(&plan, t, rec, recObj.ETag)
+	}
+	rp.table = t
 	for i := range plan.Files {
 		plan.Files[i].Key = TableDir(name) + strings.TrimPrefix(plan.Files[i].Key, "/")
 	}

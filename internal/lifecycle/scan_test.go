@@ -431,12 +431,12 @@ func TestWindowReleasesInNameOrder(t *testing.T) {
 
 func TestReleaseBound(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
-		{"ab", "ab.reaper-purge"},
-		{"a.b", "a.reaper-purge"}, // a.deleted lists after a.b.*
-		{"a-b", "a.reaper-purge"},
-		{"a.b.c", "a.reaper-purge"},
-		{"a.z", "a.z.reaper-purge"}, // "a.z." sorts after a's every key
-		{".a", ".a.reaper-purge"},   // no shorter name: "" is none
+		{"ab", "ab.reaper-retain"},
+		{"a.b", "a.reaper-retain"}, // a.deleted lists after a.b.*
+		{"a-b", "a.reaper-retain"},
+		{"a.b.c", "a.reaper-retain"},
+		{"a.z", "a.z.reaper-retain"}, // "a.z." sorts after a's every key
+		{".a", ".a.reaper-retain"},   // no shorter name: "" is none
 	} {
 		require.Equal(t, tc.want, releaseBound(tc.name), tc.name)
 	}

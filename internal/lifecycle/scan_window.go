@@ -205,6 +205,8 @@ func (e *rootEntry) set(kind entryKind) {
 		e.hold = true
 	case entryCommit:
 		e.commit = true
+	case entryRetain:
+		e.retain = true
 	case entryNotTable:
 		e.notTable = true
 	}
@@ -214,11 +216,12 @@ func (e *rootEntry) set(kind entryKind) {
 func (e *rootEntry) merge(o rootEntry) {
 	e.data, e.marker, e.lease = e.data || o.data, e.marker || o.marker, e.lease || o.lease
 	e.hold, e.commit, e.notTable = e.hold || o.hold, e.commit || o.commit, e.notTable || o.notTable
+	e.retain = e.retain || o.retain
 }
 
 // any reports whether the entry has a key.
 func (e rootEntry) any() bool {
-	return e.data || e.marker || e.lease || e.hold || e.commit || e.notTable
+	return e.data || e.marker || e.lease || e.hold || e.commit || e.notTable || e.retain
 }
 
 // pendingHeap orders pending names by key.

@@ -76,6 +76,10 @@ type TableStatus struct {
 	// Commit is set when a purge committed against the current marker
 	// (partially_purged, or purging while its lease is held).
 	Commit *Commit
+	// RetainRecord: the listing shows a retention record
+	// (<name>.reaper-retain) beside the table, left by a retention run that
+	// was interrupted or is running (retain_record.go).
+	RetainRecord bool
 }
 
 // Due reports whether the table may be purged at now, a time of the
@@ -90,7 +94,7 @@ func (s TableStatus) Due(now time.Time) bool {
 // rootEntry accumulates what the root listing says of one name; markers and
 // table dirs may arrive on different pages.
 type rootEntry struct {
-	data, marker, lease, hold, commit, notTable bool
+	data, marker, lease, hold, commit, notTable, retain bool
 }
 
 // List returns every name of the root with its state, sorted by name, from
@@ -163,7 +167,7 @@ func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, no
 
 // describeEntry reads what the entry has and derives the state.
 func (ns *Namespace) describeEntry(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
-	s := TableStatus{Name: name, HasData: e.data}
+	s := TableStatus{Name: name, HasData: e.data, RetainRecord: e.retain}
 	if e.lease {
 		info, err := lock.Read(ctx, ns.store, LockKey(name))
 		switch {

@@ -79,7 +79,7 @@ func (ns *Namespace) EachStatusRetention(ctx context.Context, names []string, p 
 				}
 				wg.Go(func() {
 					defer func() { <-readers }()
-					row.sum = summarize(ns.planTable(ctx, s.Name, p, now))
+					row.sum = summarize(ns.planTable(ctx, s.Name, p, now, s.RetainRecord))
 					close(row.done)
 				})
 			}

@@ -110,11 +110,14 @@ const (
 	// format (an unknown feature flag, a manifest it cannot parse) and
 	// deletes nothing of it.
 	ReasonUnsupported Reason = "unsupported"
+	// ReasonSoftDeleted: a table named to version retention is
+	// soft-deleted: it is left to its purge.
+	ReasonSoftDeleted Reason = "soft_deleted"
 )
 
 // RetentionReasons lists the reasons only version retention gives.
 func RetentionReasons() []Reason {
-	return []Reason{ReasonOldVersions, ReasonNothingToDo, ReasonUnsupported}
+	return []Reason{ReasonOldVersions, ReasonNothingToDo, ReasonUnsupported, ReasonSoftDeleted}
 }
 
 // ReasonUnfinished is found only in the audit ledger: a pass recorded its

@@ -18,8 +18,29 @@ type Plan struct {
 	Cutoff  time.Time
 	Kept    []Kept
 	Removed []uint64
-	Files   []File
-	Bytes   int64
+	// Removals are the removed versions' manifests as they were listed,
+	// in Removed's order: a deleting run removes a version only while its
+	// listed manifest is still this one (Recheck).
+	Removals []Removal
+	Files    []File
+	Bytes    int64
+}
+
+// Removal is one removed version and its manifest as the plan saw it.
+type Removal struct {
+	Version uint64
+	// Key is the manifest's key relative to the table directory; Size and
+	// Modified (its LastModified) tell it from a manifest written at the
+	// same key since (a table dropped and created again).
+	Key      string
+	Size     int64
+	Modified time.Time
+}
+
+// Is reports whether v is the manifest r names: same key, size and, when
+// r knows it, LastModified to the millisecond (a record keeps no more).
+func (r Removal) Is(v lance.Version) bool {
+	return v.Key == r.Key && v.Size == r.Size && (r.Modified.IsZero() || v.LastModified.UnixMilli() == r.Modified.UnixMilli())
 }
 
 // Kept is a version the plan keeps and why.
@@ -37,7 +58,15 @@ type File struct {
 	// progress); otherwise no manifest references it and it is deleted
 	// for its age or because the policy deletes unverified files.
 	Verified bool
+	// Modified is its LastModified as listed: with Key and Bytes, its
+	// identity in a retention record.
+	Modified time.Time
 }
+
+// WhyStoreNewer keeps a version whose manifest's timestamp is older than
+// the cutoff but which the store wrote after it (LastModified): a writer's
+// clock that runs slow must not make a fresh version look old.
+const WhyStoreNewer = "written after the cutoff by the store's clock (its manifest's timestamp is older: a writer's clock running slow?)"
 
 // Why a file is deleted.
 const (
@@ -80,8 +109,10 @@ type planner struct {
 	earliestKept, latestRemoved time.Time
 }
 
-// Compute plans policy p on table t, now being the store's clock. It never
-// plans the newest version, a version among the newest KeepVersions, a
+// Compute plans policy p on table t, now being the store's clock. A version
+// is removed only when both its manifest's timestamp (the writer's clock)
+// and its manifest's LastModified (the store's) are before the cutoff. It
+// never plans the newest version, a version among the newest KeepVersions, a
 // tagged version of main (Lance's error_if_tagged_old_versions=false: a
 // background pass cannot stop at every tag, so it keeps them with every
 // file they reference), or a file a kept version, a detached version or a
@@ -103,14 +134,18 @@ func Compute(t *lance.Table, p Policy, now time.Time) (Plan, error) {
 	plan := Plan{Dir: t.Dir, Cutoff: pl.cutoff, Kept: pl.kept}
 	for _, o := range t.Objects {
 		if why, verified, del := pl.decide(o.Key, o.LastModified); del {
-			plan.Files = append(plan.Files, File{Key: o.Key, Bytes: o.Size, Why: why, Verified: verified})
+			plan.Files = append(plan.Files, File{Key: o.Key, Bytes: o.Size, Why: why, Verified: verified, Modified: o.LastModified})
 		}
 	}
 	for n, v := range pl.removed {
 		plan.Removed = append(plan.Removed, n)
-		plan.Files = append(plan.Files, File{Key: v.Key, Bytes: v.Size, Why: fmt.Sprintf("%s (%d)", WhyManifest, n), Verified: true})
+		plan.Files = append(plan.Files, File{Key: v.Key, Bytes: v.Size, Why: fmt.Sprintf("%s (%d)", WhyManifest, n), Verified: true, Modified: v.LastModified})
 	}
 	slices.Sort(plan.Removed)
+	for _, n := range plan.Removed {
+		v := pl.removed[n]
+		plan.Removals = append(plan.Removals, Removal{Version: n, Key: v.Key, Size: v.Size, Modified: v.LastModified})
+	}
 	slices.SortFunc(plan.Kept, func(a, b Kept) int { return cmp.Compare(a.Version, b.Version) })
 	slices.SortFunc(plan.Files, func(a, b File) int { return strings.Compare(a.Key, b.Key) })
 	for _, f := range plan.Files {
@@ -143,6 +178,10 @@ func (pl *planner) classify() {
 			why = "latest"
 		case !v.Timestamp.Before(pl.cutoff):
 			why = "newer than the cutoff"
+		case !v.LastModified.Before(pl.cutoff):
+			// A writer whose clock runs slow stamps an old timestamp on a
+			// version the store dates now: the store's clock decides too.
+			why = WhyStoreNewer
 		case v.Number >= keepFrom:
 			why = fmt.Sprintf("among the newest %d", pl.p.keep())
 		case len(tags[v.Number]) > 0:

@@ -240,3 +240,51 @@ func TestComputeNeedsAVersion(t *testing.T) {
 	_, err := Compute(&lance.Table{Dir: "t.lance/"}, Policy{Before: t0}, now)
 	require.ErrorContains(t, err, "no version")
 }
+
+// A version goes only when its manifest's timestamp and its LastModified
+// (the store's clock) are both before the cutoff: a writer whose clock runs
+// a week slow stamps old timestamps on versions the store wrote just now.
+func TestComputeKeepsAVersionTheStoreWroteAfterTheCutoff(t *testing.T) {
+	tb := table()
+	// Versions 2 and 3 stamped by a slow clock, written at minute 5.5.
+	tb.Versions[1].LastModified = at(5.5)
+	tb.Versions[2].LastModified = at(5.5)
+	p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1}, p.Removed)
+	require.Contains(t, p.Kept, Kept{Version: 2, Why: WhyStoreNewer})
+	require.Contains(t, p.Kept, Kept{Version: 3, Why: WhyStoreNewer})
+}
+
+// The floor refuses every age of a policy that allows a deletion: a cutoff
+// newer than the floor (a "7" meant as 7 days, a --before in the future)
+// and an unverified_after below it (an index build in progress), and
+// allows them with a floor of 0 or DeleteUnverified's explicit choice.
+func TestCheckFloor(t *testing.T) {
+	now := at(60 * 24 * 30)
+	for _, tc := range []struct {
+		name  string
+		p     Policy
+		floor time.Duration
+		err   string
+	}{
+		{"7 days", Policy{OlderThan: 7 * 24 * time.Hour}, time.Hour, ""},
+		{"7 nanoseconds", Policy{OlderThan: 7}, time.Hour, "older_than 7ns"},
+		{"before, an hour ago", Policy{Before: now.Add(-2 * time.Hour)}, time.Hour, ""},
+		{"before, a minute ago", Policy{Before: now.Add(-time.Minute)}, time.Hour, "written 1m0s ago"},
+		{"before, in the future", Policy{Before: now.Add(time.Minute)}, time.Hour, "in the future"},
+		{"unverified after 2s", Policy{OlderThan: 48 * time.Hour, UnverifiedAfter: 2 * time.Second}, time.Hour, "unverified_after 2s"},
+		{"unverified after 2s, delete_unverified chosen", Policy{OlderThan: 48 * time.Hour, UnverifiedAfter: 2 * time.Second, DeleteUnverified: true}, time.Hour, ""},
+		{"no floor", Policy{OlderThan: 7, UnverifiedAfter: time.Second}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.p.CheckFloor(now, tc.floor)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrBelowFloor)
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}

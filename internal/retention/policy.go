@@ -58,6 +58,37 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// ErrBelowFloor is a policy that would delete what is younger than the
+// floor (safety.min_ttl) it was checked against: a cutoff or an
+// unverified_after of seconds is far more often a slip ("7" for 7 days, a
+// mistyped unit) than an intent, and a removed version cannot come back.
+var ErrBelowFloor = errors.New("below safety.min_ttl")
+
+// CheckFloor refuses a policy that, at now (the store's clock), would
+// remove a version written less than floor ago, or delete a file no
+// manifest references that is younger than floor (an index build or a
+// write in progress). DeleteUnverified is its own explicit choice and is
+// not judged here. A floor of 0 allows everything.
+func (p Policy) CheckFloor(now time.Time, floor time.Duration) error {
+	if floor <= 0 {
+		return nil
+	}
+	if age := now.Sub(p.Cutoff(now)); age < floor {
+		what := fmt.Sprintf("older_than %s", p.OlderThan)
+		if !p.Before.IsZero() {
+			what = fmt.Sprintf("before %s", p.Before.UTC().Format(time.RFC3339Nano))
+		}
+		if age < 0 {
+			return fmt.Errorf("%s is in the future by the store's clock (%s), %w %s: every version but the newest would go", what, now.UTC().Format(time.RFC3339), ErrBelowFloor, floor)
+		}
+		return fmt.Errorf("%s removes versions written %s ago, %w %s: versions that recent may still be read", what, age.Round(time.Millisecond), ErrBelowFloor, floor)
+	}
+	if !p.DeleteUnverified && p.unverifiedAfter() < floor {
+		return fmt.Errorf("unverified_after %s deletes files no version references from that age, %w %s: an index build or a write in progress is such a file", p.unverifiedAfter(), ErrBelowFloor, floor)
+	}
+	return nil
+}
+
 // Cutoff is the instant versions written before it are removed, given the
 // store's clock now.
 func (p Policy) Cutoff(now time.Time) time.Time {

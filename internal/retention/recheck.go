@@ -1,28 +1,36 @@
 package retention
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
 	"github.com/lance-reaper/reaper/internal/lance"
 )
 
-// Recheck narrows a plan made earlier (the versions it removes and the
-// keys of the files it deletes, relative to the table directory) to what
-// the table, read again now, still allows: a deleting pass calls it just
-// before it deletes manifests and again before it deletes files, and a pass
-// that finds a plan left by a crash calls it on the table as it is.
+// Recheck narrows a plan made earlier (the versions it removes, each with
+// the manifest it planned to delete, and the keys of the files it deletes,
+// relative to the table directory) to what the table, read again now,
+// still allows: a deleting run calls it just before it deletes manifests
+// (manifestsDeleted false) and again, manifestsDeleted true, before it
+// deletes files.
 //
 // LanceDB writers do not take reaper's lease, so between the plan and the
 // deletes a writer may have committed a version (an append, a compaction,
-// a restore that re-references old files), created a tag or a branch. A
-// version is still removed only if it is not the newest, not tagged on
-// main and not a branch's root; a file is still deleted only if no version
-// left standing (every version of main not removed, the detached ones, and
-// every branch's manifests through base paths naming this table) references
-// it, and a manifest only if its version is still removed. Nothing is
-// added: what the table allows that the plan did not say stays.
-func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []string) {
+// a restore that re-references old files), created a tag or a branch, or
+// renamed the manifests (migrateManifestPathsV2). A version is still
+// removed only if it is not the newest, not tagged on main, not a
+// branch's root, and its manifest is either gone or still listed as the
+// plan saw it (same key, size and LastModified: not a table dropped and
+// created again under the same name since) — and, once the manifests were deleted,
+// not listed at all: a version still listed then, under any key, is one
+// LanceDB still reads, so it stands. A file is still deleted only if no
+// version left standing (every version of main not removed, the detached
+// ones, and every branch's manifests through base paths naming this
+// table) references it, and a manifest only if its version is still
+// removed. Nothing is added: what the table allows that the plan did not
+// say stays.
+func Recheck(t *lance.Table, removed []Removal, files []string, manifestsDeleted bool) ([]Removal, []string) {
 	drop := map[uint64]bool{}
 	if len(t.Versions) > 0 {
 		drop[t.Latest().Number] = true
@@ -35,13 +43,21 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 	for _, b := range t.Branches {
 		drop[b.RootVersion] = true
 	}
-	var keepRemoved []uint64
+	listed := make(map[uint64]lance.Version, len(t.Versions))
+	for _, v := range t.Versions {
+		listed[v.Number] = v
+	}
+	var keepRemoved []Removal
 	removing := map[uint64]bool{}
-	for _, n := range removed {
-		if !drop[n] {
-			keepRemoved = append(keepRemoved, n)
-			removing[n] = true
+	for _, r := range removed {
+		if drop[r.Version] {
+			continue
 		}
+		if v, ok := listed[r.Version]; ok && (manifestsDeleted || !r.Is(v)) {
+			continue
+		}
+		keepRemoved = append(keepRemoved, r)
+		removing[r.Version] = true
 	}
 	standing := newRefs()
 	manifests := map[string]bool{} // manifests of versions left standing
@@ -80,6 +96,15 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 		}
 		keepFiles = append(keepFiles, k)
 	}
-	slices.Sort(keepRemoved)
+	slices.SortFunc(keepRemoved, func(a, b Removal) int { return cmp.Compare(a.Version, b.Version) })
 	return keepRemoved, keepFiles
+}
+
+// Versions are the version numbers of removals.
+func Versions(rs []Removal) []uint64 {
+	out := make([]uint64, len(rs))
+	for i, r := range rs {
+		out[i] = r.Version
+	}
+	return out
 }

@@ -23,8 +23,8 @@ func TestRecheckUnchanged(t *testing.T) {
 	p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
 	require.NoError(t, err)
 	require.Equal(t, []uint64{1, 2, 3}, p.Removed)
-	removed, files := Recheck(tb, p.Removed, planKeys(p))
-	require.Equal(t, p.Removed, removed)
+	removed, files := Recheck(tb, p.Removals, planKeys(p), false)
+	require.Equal(t, p.Removals, removed)
 	require.Equal(t, planKeys(p), files)
 }
 
@@ -53,14 +53,20 @@ func TestRecheckNarrows(t *testing.T) {
 		{"version 1's manifest already deleted (a crash)", func(tb *lance.Table) {
 			tb.Versions = tb.Versions[1:]
 		}, []uint64{1, 2, 3}, nil},
+		{"version 2's manifest renamed (migrateManifestPathsV2): the delete of the planned key would miss", func(tb *lance.Table) {
+			tb.Versions[1].Key = lance.VersionsDir + lance.ManifestName(lance.SchemeV1, 2)
+		}, []uint64{1, 3}, []string{"data/a.lance", "data/b.lance", lance.DeletionFileKey(0, 1, 7, false), "_transactions/1-t2.txn", lance.VersionsDir + lance.ManifestName(lance.SchemeV2, 2)}},
+		{"version 3's manifest rewritten (another size): not the manifest the plan saw", func(tb *lance.Table) {
+			tb.Versions[2].Size++
+		}, []uint64{1, 2}, append(manifests(3), "_transactions/2-t3.txn", "data/b.lance", lance.IndicesDir+"i1/aux.idx", lance.IndicesDir+"i1/index.idx")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := table()
 			p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
 			require.NoError(t, err)
 			tc.change(tb)
-			removed, files := Recheck(tb, p.Removed, planKeys(p))
-			require.Equal(t, tc.wantRemoved, removed)
+			removed, files := Recheck(tb, p.Removals, planKeys(p), false)
+			require.Equal(t, tc.wantRemoved, Versions(removed))
 			var gone []string
 			left := map[string]bool{}
 			for _, f := range files {
@@ -77,4 +83,27 @@ func TestRecheckNarrows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Once the manifests were deleted, a removed version still listed, under
+// whatever key, is one LanceDB still reads: it stands with every file it
+// references (a rename by migrateManifestPathsV2 made the deletes miss).
+func TestRecheckAfterTheManifestsKeepsAVersionStillListed(t *testing.T) {
+	tb := table()
+	p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, p.Removed)
+	// Versions 1 and 3 went; version 2 is still listed, under a new key.
+	tb.Versions = []lance.Version{tb.Versions[1], tb.Versions[3], tb.Versions[4]}
+	tb.Versions[0].Key = lance.VersionsDir + "renamed-2.manifest"
+	removed, files := Recheck(tb, p.Removals, planKeys(p), true)
+	require.Equal(t, []uint64{1, 3}, Versions(removed))
+	for _, k := range []string{"data/a.lance", "data/b.lance", lance.DeletionFileKey(0, 1, 7, false), "_transactions/1-t2.txn"} {
+		require.NotContains(t, files, k, "version 2 still reads %s", k)
+	}
+	// Unchanged but for the deletes, every removed version stays removed.
+	tb = table()
+	tb.Versions = tb.Versions[3:]
+	removed, _ = Recheck(tb, p.Removals, planKeys(p), true)
+	require.Equal(t, p.Removed, Versions(removed))
 }

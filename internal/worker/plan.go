@@ -30,10 +30,15 @@ type rootPlan struct {
 	notDue     briefList
 	notDueFull []lifecycle.TableStatus
 	leaseOnly  []string
-	// live are the live tables' names, kept only for version retention
+	// live are the live tables, kept only for version retention
 	// (keepLive): a root without it keeps their count alone.
-	live     []string
+	live     []liveTable
 	keepLive bool
+	// retainOnly: a retention pass (RetainOnly) keeps only the live
+	// tables and, when the pass names its tables (named), the named ones
+	// that are not live (unretainable), to report.
+	retainOnly, named bool
+	unretainable      []lifecycle.TableStatus
 	// defaultTTL is the TTL of markers that carry none (briefs).
 	defaultTTL time.Duration
 }
@@ -41,7 +46,9 @@ type rootPlan struct {
 // planRoot plans one root. A plan that fails keeps nothing.
 func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root roots.Root) (*rootPlan, error) {
 	def := ns.Options().DefaultTTL
-	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, keepLive: p.w.Config.RetentionFor(root.Retention).Enabled}
+	_, retain := p.w.retentionFor(root)
+	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, keepLive: retain,
+		retainOnly: p.w.Kind == RetainOnly, named: len(p.w.Tables) > 0}
 	// The plan is judged by the store's clock; this host's clock takes no
 	// part in whether a table is due. A discovered root is planned from
 	// discovery's listing of this pass (nil for a configured root).
@@ -63,8 +70,19 @@ func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root roots
 	return rp, nil
 }
 
+// liveTable is a live table of a root's plan, kept for version
+// retention: record says the listing showed a retention record beside it.
+type liveTable struct {
+	name   string
+	record bool
+}
+
 // add keeps one name of the plan and counts it.
 func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
+	if rp.retainOnly {
+		rp.addRetainOnly(c, s)
+		return
+	}
 	switch c {
 	case lifecycle.PlanDue:
 		rp.due.add(s)
@@ -83,12 +101,40 @@ func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
 		rp.summary.Held++
 	case lifecycle.PlanLive:
 		if rp.keepLive {
-			rp.live = append(rp.live, s.Name)
+			rp.live = append(rp.live, liveTable{name: s.Name, record: s.RetainRecord})
 		}
 	case lifecycle.PlanUnpurgeable:
 		rp.unpurgeable = append(rp.unpurgeable, s)
 		if s.State != lifecycle.StateExists {
 			return // not a table of the root: not counted
+		}
+	}
+	rp.summary.count(s)
+}
+
+// addRetainOnly keeps one name of a retention pass's plan: a live table
+// (named or not), or a named table that is not live, to report; soft-deleted
+// tables are left to purges and counted only.
+func (rp *rootPlan) addRetainOnly(c lifecycle.PlanClass, s lifecycle.TableStatus) {
+	live := s.Marker == nil && s.State == lifecycle.StateExists
+	switch {
+	case live && (c == lifecycle.PlanLive || c == lifecycle.PlanUnpurgeable):
+		if rp.keepLive {
+			rp.live = append(rp.live, liveTable{name: s.Name, record: s.RetainRecord})
+		}
+	case rp.named:
+		rp.unretainable = append(rp.unretainable, s)
+	}
+	// The backlog is counted as a purge pass counts it, so the metrics of
+	// a retention pass say the same of the root.
+	switch c {
+	case lifecycle.PlanDue:
+		rp.due.add(s)
+	case lifecycle.PlanHeld:
+		rp.summary.Held++
+	case lifecycle.PlanUnpurgeable:
+		if !live {
+			return // not found: not a table of the root, not counted
 		}
 	}
 	rp.summary.count(s)

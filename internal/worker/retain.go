@@ -12,12 +12,13 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/lock"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/retention"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // This file owns a pass's version retention (docs/RETENTION.md): on a root
@@ -34,34 +35,79 @@ type Retained struct {
 	Decision
 	// Versions removed (a dry run: that would be removed).
 	Versions int
-	// Resumed: the run finished the record of an interrupted run.
+	// Resumed: a retention record of a run cut short was found beside the
+	// table; Record says what it named and what of it was still true.
 	Resumed bool
+	Record  *lifecycle.RecordInfo
 }
 
-// retainRoot cleans the root's live tables. paused is readPause's answer:
-// a paused root (by its PAUSE switch, or by the configuration, which
-// lifecycle's guard cannot see) is cleaned no more than it is purged.
-func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, r config.Retention, live []string, paused string, log *slog.Logger) {
-	if !r.Enabled || len(live) == 0 {
+// Kind is what a pass does.
+type Kind int
+
+const (
+	// PurgeAndRetain purges the due tables of each root, then removes the
+	// old versions of its live tables where retention is enabled: the
+	// pass of `reaper purge` and `reaper run`.
+	PurgeAndRetain Kind = iota
+	// RetainOnly removes old versions only, nothing is purged: the pass of
+	// `reaper retain`.
+	RetainOnly
+)
+
+// retentionFor is root's retention policy and whether retention runs there:
+// the Worker's Policy on every root when set, else the root's retention
+// section.
+func (w *Worker) retentionFor(root roots.Root) (retention.Policy, bool) {
+	if w.Policy != nil {
+		return *w.Policy, true
+	}
+	r := w.Config.RetentionFor(root.Retention)
+	return r.Policy(), r.Enabled
+}
+
+// retentionFloor is the floor policies are checked against:
+// safety.min_ttl, none with safety.allow_short_ttl.
+func (w *Worker) retentionFloor() time.Duration {
+	if w.Config.Safety.AllowShortTTL {
+		return 0
+	}
+	return w.Config.Safety.MinTTL.D()
+}
+
+// retainRoot cleans the root's live tables with policy. paused is
+// readPause's answer: a paused root (by its PAUSE switch, or by the
+// configuration, which lifecycle's guard cannot see) is cleaned no more
+// than it is purged. A policy below safety.min_ttl at the root's clock
+// cleans nothing there (short_ttl).
+func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, policy retention.Policy, live []liveTable, paused string, log *slog.Logger) {
+	if len(live) == 0 {
 		return
 	}
-	slices.Sort(live)
+	slices.SortFunc(live, func(a, b liveTable) int { return strings.Compare(a.name, b.name) })
+	hold := func(reason outcome.Reason, detail string) {
+		for _, t := range live {
+			now := p.now()
+			p.retained(rr, Retained{Decision: Decision{Table: t.name, Status: lifecycle.TableStatus{Name: t.name, State: lifecycle.StateExists},
+				Action: outcome.Skipped, Reason: reason, Detail: "version retention: " + detail, Started: now, Finished: now}}, log)
+		}
+	}
 	if paused != "" {
 		log.Warn("root paused: no version retention", "why", paused, "tables", len(live))
-		for _, name := range live {
-			now := p.now()
-			p.retained(rr, Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists},
-				Action: outcome.Skipped, Reason: outcome.ReasonPaused, Detail: "version retention: " + paused, Started: now, Finished: now}}, log)
-		}
+		hold(outcome.ReasonPaused, paused)
 		return
 	}
-	log = log.With("retention_older_than", r.OlderThan.String())
+	if err := policy.CheckFloor(rr.planNow, p.w.retentionFloor()); err != nil {
+		log.Error("version retention refused on this root: the policy is below safety.min_ttl", "error", err, "tables", len(live))
+		hold(outcome.ReasonShortTTL, err.Error()+"; nothing was deleted: pass --allow-short-ttl (safety.allow_short_ttl) to plan it anyway")
+		return
+	}
+	log = log.With("retention_cutoff", policy.Cutoff(rr.planNow).UTC().Format(time.RFC3339))
 	// limits.table_concurrency tables at a time, as purges go; each deletes
 	// with its own adaptive concurrency.
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
 	var wg sync.WaitGroup
 	notVisited := 0
-	for i, name := range live {
+	for i, t := range live {
 		sem <- struct{}{}
 		if p.draining() || ctx.Err() != nil {
 			<-sem
@@ -72,7 +118,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.retained(rr, p.retainOne(ctx, ns, rr, name, r, log.With("table", name)), log)
+			p.retained(rr, p.retainOne(ctx, ns, rr, t, policy, log.With("table", t.name)), log)
 		}()
 	}
 	wg.Wait()
@@ -86,92 +132,151 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 	}
 }
 
+// decideUnretainable reports the named tables of a retention pass that are
+// not live: a soft-deleted table is left to its purge, an unknown name is
+// not found.
+func (p *pass) decideUnretainable(rr *RootReport, names []lifecycle.TableStatus, log *slog.Logger) {
+	for _, s := range names {
+		now := p.now()
+		reason := outcome.ReasonSoftDeleted
+		switch {
+		case s.State == lifecycle.StateNotFound:
+			reason = outcome.ReasonNotFound
+		case s.State == lifecycle.StateNotATable:
+			reason = outcome.ReasonNotATable
+		case s.Marker == nil && s.Commit == nil:
+			reason = outcome.ReasonIO
+		}
+		p.retained(rr, Retained{Decision: Decision{Table: s.Name, Status: s, Action: outcome.Failed, Reason: reason,
+			Detail: "version retention: " + lifecycle.NotRetainable(s), Started: now, Finished: now}}, log)
+	}
+}
+
 // retained records one table's retention: the report, the ledger, the log.
+// A table a pass only looked at (nothing to do) is no ledger row: at
+// thousands of idle tables a pass, such rows would bury the ones that
+// matter.
 func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
 	d.Root = rr.Root
 	p.rep.mu.Lock()
 	rr.Retention = append(rr.Retention, d)
 	p.rep.mu.Unlock()
-	p.ledger.decision(d.Decision)
+	if !(d.Action == outcome.Skipped && d.Reason == outcome.ReasonNothingToDo) {
+		p.ledger.decision(d.Decision)
+	}
 	logRetained(log, d)
 }
 
-// retainOne cleans (or, in a dry run, plans) one live table.
-func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, name string, r config.Retention, log *slog.Logger) Retained {
-	root := rr.Root
+// retainOne plans one live table, then cleans it (a dry run: reports the
+// plan). A table the plan finds nothing to do in costs its reading: no
+// lease is taken.
+func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, lt liveTable, policy retention.Policy, log *slog.Logger) Retained {
+	root, name := rr.Root, lt.name
 	ctx, span := p.tracer.Start(ctx, "reaper.retain_table")
 	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
 	defer span.End()
-	d := Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists}, Started: p.now()}}
-	switch {
-	case !p.budget.objectsLeft():
+	d := Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists, RetainRecord: lt.record}, Started: p.now()}}
+	defer func() {
+		d.Finished = p.now()
+		span.SetAttributes(attribute.Int64("reaper.objects", d.Objects), attribute.Int64("reaper.bytes", d.Bytes),
+			attribute.String("reaper.action", string(d.Action)), attribute.String("reaper.reason", string(d.Reason)))
+		if d.Action == outcome.Failed {
+			log.Error("retention failed", "reason", d.Reason, "error", d.Err)
+		}
+	}()
+	if !p.budget.objectsLeft() {
 		// A dry run says what the pass would do, budget included.
 		d.Action, d.Reason = outcome.Skipped, outcome.ReasonLimit
 		d.Detail = "version retention: the pass's object budget (limits.max_objects_per_pass) is spent; the next pass cleans it"
-	case p.rep.DryRun:
-		p.planOne(ctx, ns, &d, r, rr.planNow)
-		p.budget.spend(d.Objects)
-	default:
-		tp := p.newTableProgress(root, name, d.Started, log, "retention progress")
-		tp.pr.Retention = true
-		deleting := false
-		res, err := ns.Retain(ctx, name, lifecycle.RetainOptions{
-			Policy: r.Policy(), DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency,
-			MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency, Progress: tp.deleted,
-			// No destruction without an audit record, as for a purge.
-			BeforeDelete: func(ctx context.Context, versions int, objects, bytes int64) error {
-				if err := p.ledger.intent(ctx, root, d.Status, d.Started, objects, bytes); err != nil {
-					return err
-				}
-				deleting = true
-				tp.total(objects, bytes)
-				return nil
-			},
-		})
-		if deleting {
-			// Only tables that deleted: most tables of most passes have
-			// nothing to do, and a display of them would be noise.
-			tp.done(res.Objects, res.Bytes)
-		}
-		d.Objects, d.Bytes, d.Lease, d.Versions, d.Resumed = res.Objects, res.Bytes, res.Lease, res.VersionsRemoved, res.Finished
-		d.Err = err
-		d.Action, d.Reason, d.Detail = classifyRetain(res, err)
-		if d.Reason == outcome.ReasonShutdown {
-			d.Reason = stopReason(ctx, d.Reason)
-		}
-		p.budget.spend(d.Objects)
+		return d
 	}
-	d.Finished = p.now()
-	span.SetAttributes(attribute.Int64("reaper.objects", d.Objects), attribute.Int64("reaper.bytes", d.Bytes),
-		attribute.String("reaper.action", string(d.Action)), attribute.String("reaper.reason", string(d.Reason)))
-	if d.Action == outcome.Failed {
-		log.Error("retention failed", "reason", d.Reason, "error", d.Err)
+	pl, err := ns.PlanTableRetention(ctx, policy, name, rr.planNow, lt.record)
+	if err == nil && p.w.OnRetentionPlan != nil {
+		shown := pl
+		shown.Forget()
+		p.w.OnRetentionPlan(root, shown)
 	}
+	if done := p.judgePlan(ctx, &d, pl, err); done {
+		return d
+	}
+	if p.rep.DryRun {
+		p.budget.spend(d.Objects)
+		return d
+	}
+	p.runPlan(ctx, ns, rr, &d, &pl, policy, log)
+	p.budget.spend(d.Objects)
 	return d
 }
 
-// planOne is a dry run's retention of one table: its plan, judged at the
-// store's clock of the root's plan (no second listing of the root per
-// table), nothing deleted.
-func (p *pass) planOne(ctx context.Context, ns *lifecycle.Namespace, d *Retained, r config.Retention, now time.Time) {
-	pl, err := ns.PlanTableRetention(ctx, r.Policy(), d.Table, now)
-	if err != nil {
+// judgePlan decides a table by its plan when there is nothing to run (it
+// failed, is unsupported, or has nothing to do and no record to drop) and
+// returns true; otherwise it fills in what a dry run would remove.
+func (p *pass) judgePlan(ctx context.Context, d *Retained, pl lifecycle.RetentionPlan, err error) bool {
+	const what = "version retention: "
+	d.Record, d.Resumed = pl.Record, pl.Record != nil
+	switch {
+	case err != nil:
 		d.Err = err
-		d.Action, d.Reason, d.Detail = outcome.Failed, outcome.ReasonIO, "version retention: "+err.Error()
-		return
-	}
-	switch pl.Result {
-	case lifecycle.RetentionPlanned:
-		d.Versions, d.Objects, d.Bytes = len(pl.Plan.Removed), int64(len(pl.Plan.Files)), pl.Plan.Bytes
-		d.Action, d.Reason = outcome.DryRun, outcome.ReasonOldVersions
-		d.Detail = fmt.Sprintf("version retention: would remove %d versions, %d files", d.Versions, d.Objects)
-	case lifecycle.RetentionNothingToDo:
-		d.Action, d.Reason, d.Detail = outcome.Skipped, outcome.ReasonNothingToDo, "version retention: no version old enough to remove"
-	case lifecycle.RetentionUnsupported:
-		d.Action, d.Reason, d.Detail = outcome.Skipped, outcome.ReasonUnsupported, "version retention: "+pl.Reason
-	default:
+		d.Action, d.Reason, d.Detail = outcome.Failed, outcome.ReasonIO, what+err.Error()
+		return true
+	case pl.Result == lifecycle.RetentionUnsupported:
+		d.Action, d.Reason, d.Detail = outcome.Skipped, outcome.ReasonUnsupported, what+pl.Reason
+		return true
+	case pl.Result == lifecycle.RetentionFailed:
 		d.Err = errors.New(pl.Reason)
-		d.Action, d.Reason, d.Detail = outcome.Failed, outcome.ReasonIO, "version retention: "+pl.Reason
+		d.Action, d.Reason, d.Detail = classifyRetain(lifecycle.RetainResult{}, pl.Err())
+		if d.Reason == outcome.ReasonShutdown {
+			d.Reason = stopReason(ctx, d.Reason)
+		}
+		return true
+	case pl.Result == lifecycle.RetentionNothingToDo && pl.Record == nil:
+		d.Action, d.Reason, d.Detail = outcome.Skipped, outcome.ReasonNothingToDo, what+"no version old enough to remove"
+		return true
+	}
+	d.Versions, d.Objects, d.Bytes = len(pl.Plan.Removed), int64(len(pl.Plan.Files)), pl.Plan.Bytes
+	d.Action, d.Reason = outcome.DryRun, outcome.ReasonOldVersions
+	d.Detail = fmt.Sprintf(what+"would remove %d versions, %d files", d.Versions, d.Objects)
+	if pl.Result == lifecycle.RetentionNothingToDo {
+		d.Reason, d.Detail = outcome.ReasonNothingToDo, what+"no version old enough to remove; would drop the record an interrupted run left"
+	}
+	if r := pl.Record; r != nil {
+		d.Detail += fmt.Sprintf("; a record left by an interrupted run (%s, %d versions, %d files): %d of its files still true, the rest dropped",
+			r.Owner, r.Versions, r.Files, r.StillTrue)
+	}
+	return false
+}
+
+// runPlan executes a table's plan under its lease and records what it did.
+func (p *pass) runPlan(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, d *Retained, pl *lifecycle.RetentionPlan, policy retention.Policy, log *slog.Logger) {
+	root, name := rr.Root, d.Table
+	tp := p.newTableProgress(root, name, d.Started, log, "retention progress")
+	tp.pr.Retention = true
+	deleting := false
+	res, err := ns.Retain(ctx, name, lifecycle.RetainOptions{
+		Policy: policy, Plan: pl, MinTTL: p.w.retentionFloor(),
+		DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency, MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency,
+		Progress: tp.deleted,
+		// No destruction without an audit record, as for a purge.
+		BeforeDelete: func(ctx context.Context, versions int, objects, bytes int64) error {
+			if err := p.ledger.intent(ctx, root, d.Status, d.Started, objects, bytes); err != nil {
+				return err
+			}
+			deleting = true
+			tp.total(objects, bytes)
+			return nil
+		},
+	})
+	if deleting {
+		// Only tables that deleted: most tables of most passes have
+		// nothing to do, and a display of them would be noise.
+		tp.done(res.Objects, res.Bytes)
+	}
+	d.Objects, d.Bytes, d.Lease, d.Versions = res.Objects, res.Bytes, res.Lease, res.VersionsRemoved
+	d.Resumed, d.Record = res.Finished, res.Record
+	d.Err = err
+	d.Action, d.Reason, d.Detail = classifyRetain(res, err)
+	if d.Reason == outcome.ReasonShutdown {
+		d.Reason = stopReason(ctx, d.Reason)
 	}
 }
 
@@ -184,12 +289,16 @@ func classifyRetain(res lifecycle.RetainResult, err error) (outcome.Action, outc
 	switch {
 	case err == nil && res.Outcome == lifecycle.RetainCleaned:
 		detail := fmt.Sprintf("removed %d versions, %d files", res.VersionsRemoved, res.Objects)
-		if res.Finished {
-			detail += ", finishing an interrupted run"
+		if r := res.Record; r != nil {
+			detail += fmt.Sprintf("; took over the record of an interrupted run: %d of its %d files still true", r.StillTrue, r.Files)
 		}
 		return outcome.Cleaned, outcome.ReasonOldVersions, what + detail
+	case err == nil && res.Record != nil:
+		return outcome.Skipped, outcome.ReasonNothingToDo, what + "no version old enough to remove; dropped the record an interrupted run left (nothing of it still true)"
 	case err == nil:
 		return outcome.Skipped, outcome.ReasonNothingToDo, what + "no version old enough to remove"
+	case errors.Is(err, lifecycle.ErrShortTTL):
+		return outcome.Skipped, outcome.ReasonShortTTL, what + err.Error()
 	case errors.As(err, &rc):
 		return outcome.Failed, outcome.ReasonRootChanged, what + rc.Error()
 	case errors.Is(err, lock.ErrLost):

@@ -132,7 +132,9 @@ func TestPassRetentionSwitches(t *testing.T) {
 		{"off by default", baseConfig, "", map[string]string{}},
 		{"dry run", func() config.Config { c := retentionOn(); c.DryRun = true; return c }, "",
 			map[string]string{"events": "dry_run/old_versions"}},
-		{"shadow rollout", func() config.Config { c := retentionOn(); c.Safety.RetentionEnabled = &off; return c }, "",
+		{"shadow rollout", func() config.Config { c := retentionOn(); c.Safety.DeletionsEnabled = &off; return c }, "",
+			map[string]string{"events": "dry_run/old_versions"}},
+		{"shadow rollout, by the old name", func() config.Config { c := retentionOn(); c.Safety.RetentionEnabled = &off; return c }, "",
 			map[string]string{"events": "dry_run/old_versions"}},
 		{"held", retentionOn, lifecycle.HoldKey("events"), map[string]string{"events": "held/held"}},
 		{"paused by the root's switch", retentionOn, PauseKey, map[string]string{"events": "skipped/paused"}},
@@ -153,7 +155,7 @@ func TestPassRetentionSwitches(t *testing.T) {
 			}
 			before := f.keys(0, "")
 			cfg := tc.cfg()
-			w := f.worker(cfg, 0)
+			w := f.worker(cfg, 2*time.Hour)
 			if len(cfg.Roots) == 1 {
 				// The root's own retention section, on the fixture's root.
 				own := []roots.Root{{URI: f.uris[0], Retention: cfg.Roots[0].Retention}}
@@ -201,7 +203,7 @@ func TestPassRetentionConcurrencyAndDrain(t *testing.T) {
 	}
 	cfg := retentionOn()
 	cfg.Limits.TableConcurrency = 3
-	rep, err := f.worker(cfg, 0).Pass(context.Background(), nil)
+	rep, err := f.worker(cfg, 2*time.Hour).Pass(context.Background(), nil)
 	require.NoError(t, err)
 	var names []string
 	for _, d := range rep.Roots[0].Retention {
@@ -219,7 +221,7 @@ func TestPassRetentionConcurrencyAndDrain(t *testing.T) {
 	// The pass asks once before the root and once before each table:
 	// draining from the third question on lets table a alone start.
 	draining := func() bool { calls++; return calls > 2 }
-	rep, err = g.worker(cfg, 0).Pass(context.Background(), draining)
+	rep, err = g.worker(cfg, 2*time.Hour).Pass(context.Background(), draining)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"a": "cleaned/old_versions"}, retained(rep, 0))
 	require.Equal(t, 2, rep.Roots[0].RetentionNotVisited)
@@ -235,7 +237,7 @@ func TestPassRetentionDryRunSetsReclaimable(t *testing.T) {
 	m := metrics.New(reg, metrics.Options{})
 	cfg := retentionOn()
 	cfg.DryRun = true
-	w := f.worker(cfg, 0)
+	w := f.worker(cfg, 2*time.Hour)
 	w.Observer = MetricsObserver{M: m}
 	rep, err := w.Pass(context.Background(), nil)
 	require.NoError(t, err)
@@ -280,7 +282,7 @@ func TestPassRetentionDryRunListsTheRootOnce(t *testing.T) {
 	}
 	cfg := retentionOn()
 	cfg.DryRun = true
-	w := f.worker(cfg, 0)
+	w := f.worker(cfg, 2*time.Hour)
 	var lists atomic.Int64
 	open := w.Open
 	w.Open = func(ctx context.Context, r roots.Root) (objstore.Store, error) {
@@ -302,7 +304,7 @@ func TestPassRetentionLeavesANameReaperRefuses(t *testing.T) {
 	lancetest.LanceDB(t, f.store(0), lifecycle.TableDir(`we\ird`))
 	lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
 	before := f.keys(0, lifecycle.TableDir(`we\ird`))
-	rep, err := f.worker(retentionOn(), 0).Pass(context.Background(), nil)
+	rep, err := f.worker(retentionOn(), 2*time.Hour).Pass(context.Background(), nil)
 	require.NoError(t, err)
 	got := retained(rep, 0)
 	require.Equal(t, "cleaned/old_versions", got["events"])
@@ -327,7 +329,7 @@ func TestPassRetentionSpendsTheObjectBudget(t *testing.T) {
 			cfg.Limits.MaxObjectsPerPass = 1
 			cfg.DryRun = dry
 			before := f.keys(0, "")
-			rep, err := f.worker(cfg, 0).Pass(context.Background(), nil)
+			rep, err := f.worker(cfg, 2*time.Hour).Pass(context.Background(), nil)
 			require.NoError(t, err)
 			first := map[bool]string{false: "cleaned/old_versions", true: "dry_run/old_versions"}[dry]
 			require.Equal(t, map[string]string{"a": first, "b": "skipped/limit", "c": "skipped/limit"}, retained(rep, 0))
@@ -347,7 +349,7 @@ func TestPassRetentionSpendsTheObjectBudget(t *testing.T) {
 func TestPassRetentionReportsProgress(t *testing.T) {
 	f := newFixture(t, objstoretest.Local, 1)
 	lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))
-	w := f.worker(retentionOn(), 0)
+	w := f.worker(retentionOn(), 2*time.Hour)
 	var mu sync.Mutex
 	var evs []Progress
 	w.OnProgress = func(ev Progress) {

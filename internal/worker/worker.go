@@ -27,6 +27,7 @@ import (
 	"github.com/lance-reaper/reaper/internal/logctx"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/retention"
 	"github.com/lance-reaper/reaper/internal/roots"
 )
 
@@ -70,8 +71,20 @@ type Worker struct {
 	// after each delete batch and when done (from the purging goroutines).
 	OnProgress func(Progress)
 	// Tables, when set, limits the pass to these names; a named table that
-	// is live or unknown is reported as failed.
+	// is live or unknown is reported as failed (in a RetainOnly pass, one
+	// that is not live).
 	Tables []string
+	// Kind is what the pass does: PurgeAndRetain (the zero value) or
+	// RetainOnly.
+	Kind Kind
+	// Policy, when set, is the version retention policy of every root,
+	// replacing their retention sections (retention is on everywhere):
+	// `reaper retain --older-than`.
+	Policy *retention.Policy
+	// OnRetentionPlan, when set, receives each live table's retention plan
+	// as it is made, before it runs (a dry run: instead), from the
+	// retaining goroutines: a dry run's report lists its files.
+	OnRetentionPlan func(root string, pl lifecycle.RetentionPlan)
 }
 
 // Pass runs one pass. draining reports whether shutdown has begun: no new
@@ -155,11 +168,11 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 
 var errPassDeadline = errors.New("limits.max_pass_duration reached")
 
-// dryRun is true when the pass must not delete: dry_run, or retention
-// switched off for a shadow rollout.
+// dryRun is true when the pass must not delete: dry_run, or deletions
+// switched off for a shadow rollout (safety.deletions_enabled, or its old
+// name safety.retention_enabled).
 func (w *Worker) dryRun() bool {
-	r := w.Config.Safety.RetentionEnabled
-	return w.Config.DryRun || (r != nil && !*r)
+	return w.Config.DryRun || !w.Config.Safety.DeletesEnabled()
 }
 
 // journalOptions are the lease terms of the pass's audit journal (those of
@@ -235,6 +248,12 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 	rr.Plan = plan.summary
 	rr.due, rr.planNow = plan.due, now
 	p.obs.RootPlanned(p.rep, rr, plan.plan(), now)
+	policy, _ := p.w.retentionFor(root)
+	if p.w.Kind == RetainOnly {
+		p.decideUnretainable(rr, plan.unretainable, log)
+		p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)
+		return rr
+	}
 	p.decidePlanned(rr, plan)
 	rc := &railContext{ctx: ctx, p: p, ns: ns, rr: rr, log: log, safety: cfg.Safety, paused: paused}
 	due := applyRootRails(rc, plan.due)
@@ -244,12 +263,12 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 		if rr.Refused == outcome.ReasonPaused {
 			// Its live tables are reported paused; a root the blast radius
 			// refused is not cleaned either, until an operator looks.
-			p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root.Retention), plan.live, paused, log)
+			p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)
 		}
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
-	p.retainRoot(ctx, ns, rr, cfg.RetentionFor(root.Retention), plan.live, paused, log)
+	p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)
 	if !p.rep.DryRun && ctx.Err() == nil && len(plan.leaseOnly) > 0 {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.
