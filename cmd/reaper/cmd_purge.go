@@ -117,7 +117,7 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 		return err
 	}
 	defer rt.close()
-	if err := reachRoot(ctx, o, rt); err != nil {
+	if err := reachRoot(ctx, "purge", o.ConfigPath != "", rt); err != nil {
 		return err
 	}
 	rt.worker.Tables = o.Names

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/config"
+	"github.com/lance-reaper/reaper/internal/retention"
 )
 
 // retainOptions are the flags and arguments of `reaper retain`.
@@ -50,16 +49,28 @@ reaper lease and safe beside LanceDB writers (docs/RETENTION.md). Time travel
 to a removed version is gone for good. Soft-deleted tables are left to purge.
 A table reaper does not fully understand (an unknown Lance feature flag, a
 manifest it cannot parse, managed blobs) is reported unsupported and nothing
-of it is ever deleted. A legal hold or the root's PAUSE switch stops a table.
+of it is ever deleted. A version goes only when both its manifest's timestamp
+and the store's LastModified of it are before the cutoff.
+
+retain is one pass, as purge is, with the purges left out: it reads the same
+switches (dry_run, paused and REAPER_PAUSED, the root's _reaper/PAUSE,
+safety.deletions_enabled), limits (limits.*) and audit ledger
+(audit.location) from the environment (REAPER_*) and, with --config, the
+file. A legal hold stops a table. A cutoff or --unverified-after below
+safety.min_ttl is refused unless --allow-short-ttl. A record left beside a
+table by a run that was cut short is taken over only as far as it is still
+true: the current policy decides which versions go.
 
 --dry-run reads every version and lists what would go: the versions kept and
 removed and each file with its size and why. JSON (-o json) with --dry-run:
 {"tables":[{"name","result","reason","versions_kept","versions_removed",
-"files":[{"key","bytes","why"}],"bytes"}]}, keys relative to the root; result
-is planned, nothing_to_do, unsupported or failed. Without --dry-run:
-{"tables":[{"name","result","reason","versions_deleted","objects","bytes",
-"finished"}]}; result is cleaned, nothing_to_do, unsupported, held, paused,
-locked or failed (finished: it completed a run that was interrupted).
+"kept":[{"version","why"}],"files":[{"key","bytes","why"}],"bytes",
+"record"}]}, keys relative to the root; result is planned, nothing_to_do,
+unsupported, failed, or why the table was skipped (paused, short_ttl,
+limit...). Without --dry-run: {"tables":[{"name","result","reason",
+"versions_deleted","objects","bytes","finished"}]}; result is cleaned,
+nothing_to_do, unsupported, held, paused, locked, short_ttl, limit, conflict
+or failed (finished: it took over a record of an interrupted run).
 
 With --config (or --set, --shard, --pushgateway, --textfile) retain covers
 every root of the configuration, the configured roots and those its discover
@@ -68,16 +79,17 @@ carry their root (a ROOT column, "root" in the JSON), and roots that could
 not be read are listed (ROOTS FAILED, "failed_roots"). Without --older-than
 and --before each root takes the policy of its retention section (retention:
 at the top, or the root's or its discover pattern's own), and the roots
-where it is not enabled are left out. Every root's clock is read and the
-cutoff checked before anything is deleted. A dry run over every
-live table of a root sets reaper_retention_reclaimable_bytes and
+where it is not enabled are left out. A dry run over every live table of a
+root sets reaper_retention_reclaimable_bytes and
 reaper_retention_reclaimable_versions of that root, pushed or written with
 --pushgateway or --textfile (metrics.pushgateway, metrics.textfile).
 
 Exit status: 0 when no table failed (unsupported, held, paused and locked
 tables are listed), 1 when a table or a root failed, root discovery was
-incomplete or the metrics could not be exported, 2 on usage errors (and
-roots the configuration cannot reach: credentials, a missing bucket).`,
+incomplete, the run was interrupted, an audit ledger write failed or the
+metrics could not be exported, 2 on usage errors (a cutoff below
+safety.min_ttl, roots the configuration cannot reach: credentials, a
+missing bucket).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.globalOptions, o.Names = *g, args
@@ -88,23 +100,11 @@ roots the configuration cannot reach: credentials, a missing bucket).`,
 	return cmd
 }
 
-// envLeaseTTL is defaults.lease_ttl as purge reads it without a config
-// file: REAPER_DEFAULTS_LEASE_TTL, else the default. retain holds each
-// table's lease that long (renewed at a third of it), so that a run frozen
-// or killed mid-table is taken over as a purge's would be.
-func (g globalOptions) envLeaseTTL() (time.Duration, error) {
-	c, err := config.Load("", g.lookup)
-	if err != nil {
-		return 0, asUsage(err)
-	}
-	if d := c.Defaults.LeaseTTL.D(); d <= 0 {
-		return 0, usagef("REAPER_DEFAULTS_LEASE_TTL=%s: the lease length must be positive, e.g. 2m", d)
-	}
-	return c.Defaults.LeaseTTL.D(), nil
-}
-
-// runRetain plans or runs retention on one root, or on every root of the
-// configuration (retain_roots.go), and prints the report.
+// runRetain runs one version-retention pass, over the --root or every
+// root of the configuration, through the one assembly a purge pass has
+// (assembly.Parts.Retainer): the kill switches (dry_run, paused,
+// REAPER_PAUSED, PAUSE, safety.deletions_enabled), the floors, the limits
+// and the audit ledger are read the same way. It prints the report.
 func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := checkFormat(o.Output); err != nil {
 		return err
@@ -112,94 +112,94 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
-	if o.configured() && o.OlderThan == 0 && o.Before == "" {
-		// Each root's policy is its retention section's.
-		if o.KeepVersions > 1 || o.DeleteUnverified || o.UnverifiedAfter != 0 {
-			return usagef("retain: --keep-versions, --delete-unverified and --unverified-after go with --older-than or --before; without them each root's retention section sets them")
+	var policy *retention.Policy
+	if o.OlderThan != 0 || o.Before != "" {
+		p, err := o.policy("retain")
+		if err != nil {
+			return err
 		}
-		return runRetainRoots(ctx, o, nil, stdout)
+		policy = &retention.Policy{OlderThan: p.OlderThan, Before: p.Before, KeepVersions: p.KeepVersions,
+			DeleteUnverified: p.DeleteUnverified, UnverifiedAfter: p.UnverifiedAfter}
+	} else if o.KeepVersions > 1 || o.DeleteUnverified || o.UnverifiedAfter != 0 {
+		return usagef("retain: --keep-versions, --delete-unverified and --unverified-after go with --older-than or --before; without them each root's retention section sets them")
 	}
-	p, err := o.policy("retain")
+	withRoot := o.configured()
+	if o.DryRun {
+		o.Sets = append(o.Sets, "dry_run=true")
+	}
+	rt, err := newRuntime(ctx, o.storeOptions, o.passFlags)
 	if err != nil {
 		return err
 	}
-	if o.configured() {
-		return runRetainRoots(ctx, o, &p, stdout)
+	defer rt.close()
+	if err := checkRetainPolicy(rt.cfg, policy, o.ConfigPath != ""); err != nil {
+		return err
 	}
-	floor, err := o.ttlFloor()
+	if err := reachRoot(ctx, "retain", o.ConfigPath != "", rt); err != nil {
+		return err
+	}
+	rep := retainReport{dryRun: rt.cfg.DryRun || !rt.cfg.Safety.DeletesEnabled(), withRoot: withRoot, progress: o.progress()}
+	w := rt.parts.Retainer(policy)
+	w.Tables = o.Names
+	w.OnRetentionPlan = rep.plan
+	if o.Progress {
+		w.OnProgress = rep.progress.printer.event
+	}
+	pass, err := w.Pass(ctx, func() bool { return draining(ctx) })
 	if err != nil {
 		return err
 	}
-	if o.LeaseTTL, err = o.envLeaseTTL(); err != nil {
+	exportErr := rt.export(ctx)
+	if exportErr != nil {
+		rt.log.Error("export metrics", "error", exportErr)
+	}
+	rep.fromPass(pass)
+	if err := rep.finish(ctx, o, stdout); err != nil {
 		return err
 	}
-	ns, _, err := o.open(ctx)
-	if err != nil {
-		return err
+	if exportErr != nil {
+		return &failedError{op: "retain", msg: exportErr.Error()}
 	}
-	now, err := ns.StoreNow(ctx)
-	if err != nil {
-		return storeError(ns.URI(), err)
-	}
-	if err := checkCutoff(p, now, floor, o.AllowShortTTL); err != nil {
-		return err
-	}
-	rep := retainReport{dryRun: o.DryRun, progress: o.progress()}
-	if err := rep.root(ctx, "", ns, p, o.Names); err != nil {
-		return storeError(ns.URI(), err)
-	}
-	return rep.finish(ctx, o, stdout)
+	return nil
 }
 
-// retainTables cleans each named live table (every live table of the root
-// when none are named) in turn, until ctx is cancelled, showing each one's
-// progress when show is set. The error is for the root's listing.
-func retainTables(ctx context.Context, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string, show *retainProgress) ([]retainRunJSON, error) {
-	if len(names) == 0 {
-		all, err := ns.List(ctx)
-		if err != nil {
-			return nil, err
+// configured reports whether retain names the roots by a configuration
+// (--config, --set, --shard, --pushgateway or --textfile): its rows then
+// carry their root.
+func (o retainOptions) configured() bool {
+	return o.ConfigPath != "" || len(o.Sets) > 0 || o.Shard != "" || o.Pushgateway != "" || o.Textfile != ""
+}
+
+// checkRetainPolicy refuses, before anything is read, what no root of the
+// pass could be cleaned with: a policy below safety.min_ttl whatever the
+// store's clock says (--older-than, --unverified-after; a --before is
+// judged at each root's clock by the pass), or no policy at all where no
+// root enables retention. fromFile: a configuration file was given, whose
+// retention sections may set the policy.
+func checkRetainPolicy(cfg config.Config, policy *retention.Policy, fromFile bool) error {
+	if policy != nil {
+		if !cfg.Safety.AllowShortTTL && policy.Before.IsZero() {
+			if err := policy.CheckFloor(time.Now(), cfg.Safety.MinTTL.D()); err != nil {
+				return usagef("retain: %v; pass --allow-short-ttl to plan it anyway", err)
+			}
 		}
-		for _, s := range all {
-			if s.State == reaper.StateExists {
-				names = append(names, s.Name)
+		return nil
+	}
+	enabled, all := 0, len(cfg.Roots)+len(cfg.Discover)
+	for _, l := range [][]config.Root{cfg.Roots, cfg.Discover} {
+		for _, r := range l {
+			if cfg.RetentionFor(r.Retention).Enabled {
+				enabled++
 			}
 		}
 	}
-	var rows []retainRunJSON
-	for _, name := range names {
-		if ctx.Err() != nil {
-			break
-		}
-		opts := reaper.RetainOptions{Policy: p}
-		if show != nil {
-			opts.Progress, opts.Planned = show.table(ns.URI(), name)
-		}
-		res, err := ns.Retain(ctx, name, opts)
-		if show != nil {
-			show.done(res.Objects, res.Bytes)
-		}
-		row := retainRunJSON{Name: name, Result: res.Outcome, VersionsDeleted: res.VersionsRemoved,
-			Objects: res.Objects, Bytes: res.Bytes, Finished: res.Finished}
-		if err != nil {
-			row.Result, row.Reason = retainFailure(err), err.Error()
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-// retainFailure names what stopped a table's run.
-func retainFailure(err error) string {
 	switch {
-	case errors.Is(err, reaper.ErrUnsupportedTable):
-		return reaper.RetentionUnsupported
-	case errors.Is(err, reaper.ErrHeld):
-		return "held"
-	case errors.Is(err, reaper.ErrPaused):
-		return "paused"
-	case errors.Is(err, reaper.ErrLocked):
-		return "locked"
+	case all == 0:
+		return nil // the runtime said what roots are missing
+	case enabled == 0 && !fromFile:
+		return usagef("retain: pass --older-than (e.g. --older-than 7d) or --before (an RFC 3339 instant)")
+	case enabled == 0:
+		return usagef("retain: retention is enabled on none of the %d root(s) of the configuration: pass --older-than or --before, or set retention.enabled: true (at the top, or in a root's or discover pattern's retention section)", all)
 	}
-	return "failed"
+	return nil
 }

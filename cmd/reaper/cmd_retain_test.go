@@ -17,18 +17,18 @@ import (
 )
 
 // retainFixture is a local root holding the table LanceDB wrote as
-// "events", and retain's arguments for a cutoff that removes versions 1, 3
-// and 4 of its 6 (2 is tagged).
+// "events", and retain's arguments for a policy that removes versions 1, 3
+// and 4 of its 6 (2 is tagged; 5 and 6 are the newest two). The cutoff is
+// a minute ahead: the fixture's files were written now, and a version goes
+// only when the store wrote it before the cutoff too.
 func retainFixture(t *testing.T) (root string, st *local.Store, args []string) {
 	t.Helper()
 	root = t.TempDir()
 	st, err := local.Open(root)
 	require.NoError(t, err)
 	lancetest.LanceDB(t, st, "events.lance/")
-	tb, err := lance.ReadTable(context.Background(), st, "events.lance/")
-	require.NoError(t, err)
-	before := tb.Versions[4].Timestamp.Add(-time.Millisecond).UTC().Format(time.RFC3339Nano)
-	return root, st, []string{"retain", "--root", root, "--before", before, "--allow-short-ttl", "-o", "json", "--log-level", "error"}
+	before := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
+	return root, st, []string{"retain", "--root", root, "--before", before, "--keep-versions", "2", "--allow-short-ttl", "-o", "json", "--log-level", "error"}
 }
 
 // `reaper retain` without --dry-run deletes what --dry-run listed, and a
@@ -85,7 +85,11 @@ func TestPurgeCleansLiveTablesWithRetention(t *testing.T) {
 	require.NoError(t, err)
 	lancetest.LanceDB(t, st, "events.lance/")
 	t.Setenv("REAPER_RETENTION_ENABLED", "true")
-	t.Setenv("REAPER_RETENTION_OLDER_THAN", "1h")
+	// The fixture was written just now: versions older than a millisecond
+	// by the store's clock too, but the newest two.
+	t.Setenv("REAPER_RETENTION_OLDER_THAN", "1ms")
+	t.Setenv("REAPER_RETENTION_KEEP_VERSIONS", "2")
+	t.Setenv("REAPER_SAFETY_ALLOW_SHORT_TTL", "true")
 
 	code, out, stderr := run(t, "purge", "--root", root, "--dry-run", "-o", "json", "--log-level", "error")
 	require.Equal(t, exitOK, code, stderr)

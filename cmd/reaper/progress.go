@@ -63,16 +63,11 @@ func progressLine(ev worker.Progress, now time.Time) string {
 	return line + fmt.Sprintf(", %.0f objects/s, ETA %s", rate, formatDuration(eta.Round(time.Second)))
 }
 
-// retainProgress is retain --progress: the purge's lines, for each table
+// retainProgress is retain --progress: the purge's lines for each table
 // whose old versions are being removed (none for a table with nothing to
-// do).
+// do), and on a dry run a line per table as soon as it is planned.
 type retainProgress struct {
 	printer *progressPrinter
-	now     func() time.Time
-
-	mu      sync.Mutex
-	current worker.Progress
-	started bool
 }
 
 // progress is retain's --progress display, or nil.
@@ -80,12 +75,12 @@ func (o retainOptions) progress() *retainProgress {
 	if !o.Progress {
 		return nil
 	}
-	return &retainProgress{printer: newProgressPrinter(o.stderr(), o.now), now: o.now}
+	return &retainProgress{printer: newProgressPrinter(o.stderr(), o.now)}
 }
 
 // planned is a dry run's line for one table's plan, as soon as it is made:
 // none for a table with nothing to do.
-func (r *retainProgress) planned(root string, p reaper.RetentionPlan) {
+func (r *retainProgress) planned(root string, p retainJSON) {
 	head := fmt.Sprintf("progress: %s (%s), version retention: ", displayName(p.Name), safeText(root))
 	var line string
 	switch p.Result {
@@ -99,39 +94,4 @@ func (r *retainProgress) planned(root string, p reaper.RetentionPlan) {
 	r.printer.mu.Lock()
 	defer r.printer.mu.Unlock()
 	fmt.Fprintln(r.printer.w, head+line)
-}
-
-// table starts table's display: the callbacks its run reports through.
-func (r *retainProgress) table(root, table string) (progress, planned func(objects, bytes int64)) {
-	r.mu.Lock()
-	r.current = worker.Progress{Root: root, Table: table, Started: r.now(), Retention: true}
-	r.started = false
-	r.mu.Unlock()
-	planned = func(objects, bytes int64) {
-		r.event(func(p *worker.Progress) { p.TotalObjects, p.TotalBytes = objects, bytes }, true)
-	}
-	progress = func(objects, bytes int64) {
-		r.event(func(p *worker.Progress) { p.Objects, p.Bytes = objects, bytes }, false)
-	}
-	return progress, planned
-}
-
-// done ends the table's display, if it deleted anything.
-func (r *retainProgress) done(objects, bytes int64) {
-	r.event(func(p *worker.Progress) { p.Objects, p.Bytes, p.Done = objects, bytes, true }, false)
-}
-
-func (r *retainProgress) event(update func(*worker.Progress), start bool) {
-	r.mu.Lock()
-	if start {
-		r.started = true
-	}
-	if !r.started {
-		r.mu.Unlock()
-		return
-	}
-	update(&r.current)
-	ev := r.current
-	r.mu.Unlock()
-	r.printer.event(ev)
 }

@@ -12,7 +12,8 @@ import (
 // errFirstPage stops a listing after its first page.
 var errFirstPage = errors.New("first page read")
 
-// reachRoot reaches the one root of a plain `reaper purge` (no --config)
+// reachRoot reaches the one root of a plain `reaper purge` or `reaper
+// retain` (op; no --config, fromFile false)
 // before the pass, as status does: a root the settings cannot reach (a
 // missing directory or bucket, credentials, an endpoint) is then one line
 // and exit status 2, where the pass would log it, report it and exit with
@@ -21,15 +22,15 @@ var errFirstPage = errors.New("first page read")
 // is left to the pass, which retries and reports it; a pass from a
 // configuration file is left whole, so a CronJob still records and pushes
 // the failed pass.
-func reachRoot(ctx context.Context, o purgeOptions, rt *runtime) error {
-	if o.ConfigPath != "" || len(rt.cfg.Roots) != 1 || len(rt.cfg.Discover) > 0 {
+func reachRoot(ctx context.Context, op string, fromFile bool, rt *runtime) error {
+	if fromFile || len(rt.cfg.Roots) != 1 || len(rt.cfg.Discover) > 0 {
 		return nil
 	}
 	root := rt.cfg.Roots[0]
 	misconfigured := func(err error) error {
 		var me *objstore.MisconfiguredError
 		if errors.As(err, &me) {
-			return &usageError{err: fmt.Errorf("purge: %s: %w", root.URI, me)}
+			return &usageError{err: fmt.Errorf("%s: %s: %w", op, root.URI, me)}
 		}
 		return nil
 	}

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/worker"
 )
 
 // This file owns the report of `reaper retain`: the plans of a dry run or
@@ -33,6 +37,15 @@ type retainReport struct {
 	// misconfigured counts the failed roots the configuration must fix
 	// (credentials, a missing bucket: objstore.ErrMisconfigured).
 	misconfigured int
+	// ledgerErrors are the audit ledger's failed writes; interrupted: the
+	// pass was stopped; shortTTL the first table a floor refused.
+	ledgerErrors []string
+	interrupted  bool
+	shortTTL     string
+
+	mu sync.Mutex
+	// planned are a dry run's plans by root and name, until fromPass.
+	planned map[string]retainJSON
 }
 
 // failRoot records a root that could not be worked on.
@@ -51,31 +64,103 @@ type failedRootJSON struct {
 	Error string `json:"error"`
 }
 
-// root plans, or runs, retention on the named tables of one root, or on
-// its every live table; root is the rows' root ("" on a single root). The
-// error is for the root as a whole.
-func (r *retainReport) root(ctx context.Context, root string, ns *reaper.Namespace, p reaper.RetentionPolicy, names []string) error {
+// plan keeps one table's plan as the pass made it (from the retaining
+// goroutines): a dry run lists it; --progress shows it at once.
+func (r *retainReport) plan(root string, pl lifecycle.RetentionPlan) {
 	if !r.dryRun {
-		rows, err := retainTables(ctx, ns, p, names, r.progress)
-		for i := range rows {
-			rows[i].Root = root
-		}
-		r.runs = append(r.runs, rows...)
-		return err
+		return
 	}
-	var each func(reaper.RetentionPlan)
+	row := retainJSONOfPlan(root, pl)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.planned == nil {
+		r.planned = map[string]retainJSON{}
+	}
+	r.planned[root+"\x00"+pl.Name] = row
 	if r.progress != nil {
-		uri := ns.URI()
-		each = func(pl reaper.RetentionPlan) { r.progress.planned(uri, pl) }
+		r.progress.planned(root, row)
 	}
-	plans, err := ns.PlanRetentionEach(ctx, p, each, names...)
-	if err != nil {
-		return err
+}
+
+// fromPass turns the pass's report into the rows: each live table's
+// decision, with its plan on a dry run, the roots that failed, discovery's
+// and the audit ledger's errors.
+func (r *retainReport) fromPass(rep *worker.Report) {
+	r.withRoot = r.withRoot || len(rep.Roots) > 1
+	r.interrupted = rep.Interrupted
+	r.discovery = append(r.discovery, rep.RootErrors...)
+	for _, err := range rep.LedgerErrors {
+		r.ledgerErrors = append(r.ledgerErrors, err.Error())
 	}
-	for _, pl := range plans {
-		r.plans = append(r.plans, retainJSONOf(root, pl))
+	for _, rr := range rep.Roots {
+		root := ""
+		if r.withRoot {
+			root = rr.Root
+		}
+		if rr.Err != nil {
+			r.failRoot(rr.Root, rr.Err)
+		}
+		for _, d := range rr.Retention {
+			result, reason := retainResult(d, r.dryRun), strings.TrimPrefix(d.Detail, "version retention: ")
+			if result == string(outcome.ReasonShortTTL) && r.shortTTL == "" {
+				r.shortTTL = reason
+			}
+			if r.dryRun {
+				row, ok := r.planned[rr.Root+"\x00"+d.Table]
+				if !ok {
+					row = retainJSON{Name: d.Table, Kept: []uint64{}, Removed: []uint64{}, Files: []fileJSON{}}
+				}
+				row.Root, row.Result, row.Reason = root, result, reason
+				if result == reaper.RetentionPlanned || result == reaper.RetentionNothingToDo {
+					row.Reason = ""
+					if d.Record != nil {
+						row.Reason = reason
+					}
+				}
+				r.plans = append(r.plans, row)
+				continue
+			}
+			if result == reaper.RetainCleaned || result == reaper.RetentionNothingToDo && d.Record == nil {
+				reason = ""
+			}
+			r.runs = append(r.runs, retainRunJSON{Root: root, Name: d.Table, Result: result, Reason: reason,
+				VersionsDeleted: d.Versions, Objects: d.Objects, Bytes: d.Bytes, Finished: d.Resumed})
+		}
 	}
-	return nil
+	r.planned = nil
+}
+
+// retainResult is the word a table's row says: planned (a dry run's
+// plan), cleaned, failed, held, conflict, or the reason it was skipped
+// (nothing_to_do, unsupported, paused, locked, short_ttl, limit,
+// shutdown...).
+func retainResult(d worker.Retained, dryRun bool) string {
+	switch d.Action {
+	case outcome.DryRun:
+		return reaper.RetentionPlanned
+	case outcome.Cleaned, outcome.Failed, outcome.Held, outcome.Conflict:
+		return string(d.Action)
+	}
+	return string(d.Reason)
+}
+
+// retainJSONOfPlan is one table's plan as the dry run's JSON lists it.
+func retainJSONOfPlan(root string, pl lifecycle.RetentionPlan) retainJSON {
+	t := retainJSON{Root: root, Name: pl.Name, Result: string(pl.Result), Reason: pl.Reason, Kept: []uint64{}, Removed: []uint64{},
+		Files: []fileJSON{}, Bytes: pl.Plan.Bytes, Versions: pl.Versions, cutoff: pl.Plan.Cutoff}
+	for _, k := range pl.Plan.Kept {
+		t.Kept = append(t.Kept, k.Version)
+		t.KeptWhy = append(t.KeptWhy, keptJSON{Version: k.Version, Why: k.Why})
+	}
+	t.Removed = append(t.Removed, pl.Plan.Removed...)
+	for _, f := range pl.Plan.Files {
+		t.Files = append(t.Files, fileJSON{Key: f.Key, Bytes: f.Bytes, Why: f.Why})
+	}
+	if rec := pl.Record; rec != nil {
+		t.Record = &recordJSON{Owner: rec.Owner, Created: formatTime(rec.Created), Cutoff: formatTime(rec.Cutoff),
+			Versions: rec.Versions, Files: rec.Files, StillTrue: rec.StillTrue}
+	}
+	return t
 }
 
 // failed counts the tables that failed.
@@ -107,11 +192,14 @@ func (r *retainReport) finish(ctx context.Context, o retainOptions, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil && !r.dryRun {
-		return err
-	}
 	failed, all := r.failed()
 	switch {
+	case r.shortTTL != "":
+		return usagef("retain: %s", r.shortTTL)
+	case r.interrupted:
+		return &failedError{op: "retain", msg: "retain interrupted: some tables were not cleaned; run retain again to finish"}
+	case len(r.ledgerErrors) > 0:
+		return &failedError{op: "retain", msg: fmt.Sprintf("retain: %d audit ledger write(s) failed, the audit trail of this pass may be incomplete: %s", len(r.ledgerErrors), r.ledgerErrors[0])}
 	case r.misconfigured > 0:
 		// The report names each root and what to set.
 		return usagef("retain: %d root(s) could not be reached, a configuration error (ROOTS FAILED above, or failed_roots in the JSON, say what to set); nothing in them was retained", r.misconfigured)
@@ -136,27 +224,34 @@ type retainJSON struct {
 	Files    []fileJSON `json:"files"`
 	Bytes    int64      `json:"bytes"`
 	Versions int        `json:"versions"`
+	// KeptWhy says why each kept version is kept; Record is a record of an
+	// interrupted run found beside the table.
+	KeptWhy []keptJSON  `json:"kept,omitempty"`
+	Record  *recordJSON `json:"record,omitempty"`
 	// cutoff is for the table form's note.
 	cutoff time.Time
+}
+
+type keptJSON struct {
+	Version uint64 `json:"version"`
+	Why     string `json:"why"`
+}
+
+// recordJSON is a retention record of an interrupted run and what of it is
+// still true.
+type recordJSON struct {
+	Owner     string `json:"owner"`
+	Created   string `json:"created"`
+	Cutoff    string `json:"cutoff"`
+	Versions  int    `json:"versions"`
+	Files     int    `json:"files"`
+	StillTrue int    `json:"files_still_true"`
 }
 
 type fileJSON struct {
 	Key   string `json:"key"`
 	Bytes int64  `json:"bytes"`
 	Why   string `json:"why"`
-}
-
-func retainJSONOf(root string, p reaper.RetentionPlan) retainJSON {
-	t := retainJSON{Root: root, Name: p.Name, Result: p.Result, Reason: p.Reason, Kept: []uint64{}, Removed: []uint64{},
-		Files: []fileJSON{}, Bytes: p.Bytes, Versions: p.Versions, cutoff: p.Cutoff}
-	for _, k := range p.Kept {
-		t.Kept = append(t.Kept, k.Version)
-	}
-	t.Removed = append(t.Removed, p.Removed...)
-	for _, f := range p.Files {
-		t.Files = append(t.Files, fileJSON{Key: f.Key, Bytes: f.Bytes, Why: f.Why})
-	}
-	return t
 }
 
 // writeJSON writes {"tables":[...]} (plans or runs), and "failed_roots"

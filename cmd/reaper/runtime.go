@@ -62,6 +62,9 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	counter  *metrics.RequestCounter
 	worker   *worker.Worker
+	// parts are the pass's assembled parts: worker is their purge pass,
+	// `reaper retain` makes its retention pass of them.
+	parts    *assembly.Parts
 	tracerTP trace.TracerProvider
 	shutdown func(context.Context) error
 	flags    passFlags
@@ -189,7 +192,7 @@ func newRuntime(ctx context.Context, so storeOptions, f passFlags) (*runtime, er
 	if err != nil {
 		return nil, asUsage(err)
 	}
-	rt.worker = parts.Purger()
+	rt.parts, rt.worker = parts, parts.Purger()
 	return rt, nil
 }
 
