@@ -61,11 +61,11 @@ func TestDropThenStatusJSON(t *testing.T) {
 				require.NoError(t, json.Unmarshal(got[2], &st))
 				require.GreaterOrEqual(t, st.PurgeAfterMs, m.DeletedAtMs+ttl)
 				require.InDelta(t, m.DeletedAtMs+ttl, st.PurgeAfterMs, 2000)
-				nulls := `"deleted_at_ms":null,"ttl_ms":null,"purge_after_ms":null,"due":false,"below_min_ttl":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null`
+				nulls := `"deleted_at_ms":null,"ttl_ms":null,"purge_after_ms":null,"due":false,"below_min_ttl":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null,"retention_record":false`
 				want := fmt.Sprintf(`[
 				{"name":"live","state":"exists",%s},
 				{"name":"nope","state":"not_found",%s},
-				{"name":"orders","state":"soft_deleted","deleted_at_ms":%d,"ttl_ms":%d,"purge_after_ms":%d,"due":%t,"below_min_ttl":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null}
+				{"name":"orders","state":"soft_deleted","deleted_at_ms":%d,"ttl_ms":%d,"purge_after_ms":%d,"due":%t,"below_min_ttl":false,"problem":null,"lease_owner":null,"lease_expires_at_ms":null,"held":false,"hold_reason":null,"retention_record":false}
 			]`, nulls, nulls, m.DeletedAtMs, ttl, st.PurgeAfterMs, tc.due)
 				require.JSONEq(t, want, out.String())
 			})

@@ -40,12 +40,16 @@ type statusJSON struct {
 	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
 	Held             bool    `json:"held"`
 	HoldReason       *string `json:"hold_reason"`
+	// RetentionRecord: a retention run was cut short (or is running) and
+	// left its record beside the table.
+	RetentionRecord bool `json:"retention_record"`
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func toStatusJSON(s reaper.TableStatus, now time.Time, floor time.Duration) statusJSON {
-	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now), BelowMinTTL: belowFloor(s, floor)}
+	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now), BelowMinTTL: belowFloor(s, floor),
+		RetentionRecord: s.RetainRecord}
 	if s.Marker != nil {
 		out.DeletedAtMs = ptr(s.Marker.DeletedAtMs)
 		out.TTLMs = ptr(s.TTL.Milliseconds())
@@ -249,6 +253,9 @@ func statusNote(s reaper.TableStatus, now time.Time, floor time.Duration) string
 	}
 	if s.Lease != nil {
 		notes = append(notes, leaseHolder(s.Lease, s.LeaseTakeoverAt))
+	}
+	if s.RetainRecord {
+		notes = append(notes, "a version-retention run left its record "+s.Name+".reaper-retain (cut short, or running): the next retain takes over what of it is still true; 'retain --dry-run' shows it")
 	}
 	if len(notes) == 0 {
 		return "-" // a trailing empty cell would leave padding at the line end

@@ -138,3 +138,23 @@ func TestRetainWritesTheLedgerAndObeysTheLimits(t *testing.T) {
 	require.Equal(t, "cleaned/old_versions", actions["events"], "%v", rows)
 	require.Contains(t, actions["orders"], "skipped/limit")
 }
+
+// A retention run cut short leaves its record; status shows it (the NOTE
+// column, "retention_record" in the JSON) and the dry run says what of it
+// is still true, before the next run takes it over.
+func TestStatusAndDryRunShowARetentionRecord(t *testing.T) {
+	root, _ := retainRoot(t, "", "")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "events.reaper-retain"),
+		[]byte(`{"format":2,"owner":"host/1","generation":1,"created_at_ms":1,"cutoff_ms":1,"versions":[],"files":[]}`), 0o644))
+	code, out, stderr := run(t, "status", "--root", root)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "a version-retention run left its record events.reaper-retain")
+	code, out, stderr = run(t, "status", "--root", root, "-o", "json")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, `"retention_record": true`)
+
+	code, out, stderr = run(t, "retain", "--root", root, "--older-than", "7d", "--dry-run", "-o", "json", "--log-level", "error")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, `"owner": "host/1"`)
+	require.Contains(t, out, `"files_still_true": 0`)
+}
