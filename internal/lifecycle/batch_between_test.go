@@ -127,6 +127,17 @@ func present(t *testing.T, s objstore.Store, keys []string) int {
 	return n
 }
 
+// deletedSince counts the keys of before that are gone.
+func deletedSince(before, after map[string]string) int64 {
+	var n int64
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
 // A table dropped while a retention run is inside a delete batch on a
 // local disk stops the run within markerEveryKeys keys, not after the
 // batch (up to 1,000 keys): the marker is read between keys. The run
@@ -147,8 +158,9 @@ func TestRetainStopsInsideABatchAtADrop(t *testing.T) {
 		// A LanceDB client drops the table: it writes the marker itself.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, MarkerKey("t")), EncodeMarker(time.Now(), time.Hour), 0o644))
 	}
+	before := snapshot(t, s)
 
-	_, err := ns.Retain(ctx, "t", RetainOptions{Policy: policy})
+	res, err := ns.Retain(ctx, "t", RetainOptions{Policy: policy})
 	require.ErrorIs(t, err, ErrConflict)
 	require.ErrorContains(t, err, "inside a delete batch")
 	require.True(t, at.done, "the drop landed inside the batch")
@@ -159,6 +171,9 @@ func TestRetainStopsInsideABatchAtADrop(t *testing.T) {
 	after := snapshot(t, s)
 	require.Contains(t, after, RetainKey("t"), "the record stays for the table's purge")
 	require.Contains(t, after, MarkerKey("t"))
+	delete(after, MarkerKey("t"))
+	delete(before, RetainKey("t"))
+	require.Equal(t, deletedSince(before, after), res.Objects, "the result counts what the stopped batch deleted")
 }
 
 // Ctrl-C (the context cancelled) while a retention run is inside a delete

@@ -74,9 +74,10 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 		return err
 	}
 	keys := make([]string, len(batch))
+	sizes := make([]int64, len(batch))
 	var size int64
 	for i, e := range batch {
-		keys[i] = e.key
+		keys[i], sizes[i] = e.key, e.size
 		size += e.size
 	}
 	if err := d.slots.acquire(d.ctx); err != nil {
@@ -96,7 +97,9 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 		defer d.wg.Done()
 		err := d.store.DeleteBatch(d.ctx, keys)
 		d.slots.release(err == nil)
+		objects, bytes := int64(len(keys)), size
 		if err != nil {
+			objects, bytes = deletedOf(keys, sizes, err)
 			if stop := d.between.stopped(); stop != nil {
 				// Stopped between its keys: the guard's own error, as
 				// before the next batch.
@@ -104,18 +107,39 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 			} else {
 				d.fail(fmt.Errorf("purge %q: delete objects: %w", d.name, err))
 			}
-			return
 		}
 		d.mu.Lock()
-		d.objects += int64(len(keys))
-		d.bytes += size
+		d.objects += objects
+		d.bytes += bytes
 		o, b := d.objects, d.bytes
 		d.mu.Unlock()
-		if d.progress != nil {
+		if err == nil && d.progress != nil {
 			d.progress(o, b)
 		}
 	}()
 	return nil
+}
+
+// deletedOf is what a batch that failed with err deleted: with a
+// *objstore.BatchError, every key it does not list (a batch stopped
+// between its keys deleted those before the stop); otherwise nothing is
+// known to be deleted.
+func deletedOf(keys []string, sizes []int64, err error) (objects, bytes int64) {
+	var be *objstore.BatchError
+	if !errors.As(err, &be) {
+		return 0, 0
+	}
+	failed := make(map[string]bool, len(be.Failed))
+	for _, f := range be.Failed {
+		failed[f.Key] = true
+	}
+	for i, k := range keys {
+		if !failed[k] {
+			objects++
+			bytes += sizes[i]
+		}
+	}
+	return objects, bytes
 }
 
 func (d *batchDeleter) fail(err error) error {
