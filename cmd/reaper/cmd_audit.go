@@ -64,8 +64,10 @@ Rows a later pass folded from the journal of a pass killed before it wrote
 its file are marked [recovered by <pass id>]; rows still in a journal
 (a pass running, or killed and not folded yet) are marked [pending]. A
 purge whose pass died before recording its outcome reads failed,
-unfinished: the table may be untouched, or partly or fully purged. A row
-recorded twice (in a pass's file and in its folded journal) is shown once.
+unfinished: the table may be untouched, or partly or fully purged; once
+folded by a pass that found the table's marker and directory both gone,
+it reads purged, due: recovered. A row recorded twice (in a pass's file
+and in its folded journal) is shown once.
 
 JSON (-o json) is an array of objects whose keys are the Parquet columns:
 pass_id, root, table, action, reason, deleted_at, ttl_ms, purge_after,

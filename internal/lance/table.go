@@ -67,8 +67,10 @@ func (t *Table) Latest() Version { return t.Versions[len(t.Versions)-1] }
 var managedDirs = []string{VersionsDir, TransactionsDir, DataDir, IndicesDir, DeletionsDir, BlobsDir}
 
 // ReadTable lists and reads one table directory (dir, ending in "/"): one
-// walk of each managed directory, of _refs/ and of each branch's
-// _versions/, and one read of every manifest, tag and branch file,
+// listing of its top level (and of _refs/, if any) to refuse a linked
+// directory (links.go), one walk of each managed directory, of _refs/ and
+// of each branch's _versions/, and one read of every manifest, tag and
+// branch file,
 // ReadConcurrency manifests at a time. A table it does not fully understand
 // is an *UnsupportedError (errors.Is(err, ErrUnsupported)); any other error
 // is a failure to read it.
@@ -89,6 +91,11 @@ func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 		return nil, unsupportedf("%s is the namespace's own table: never touched", namespaceTable)
 	}
 	t := &Table{Dir: dir, URI: tableURI(store.URI(), dir), names: newNames()}
+	// First: a linked _versions/ would otherwise read as "no versions".
+	top, err := checkTopLevel(ctx, store, dir)
+	if err != nil {
+		return nil, err
+	}
 	listed, err := t.readManaged(ctx, store)
 	if err != nil {
 		return nil, err
@@ -97,6 +104,9 @@ func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 		t.Objects = append(t.Objects, objs...)
 	}
 	if err := t.readRefs(ctx, store); err != nil {
+		return nil, err
+	}
+	if err := t.checkHidden(ctx, store, top); err != nil {
 		return nil, err
 	}
 	return t, t.check()

@@ -39,6 +39,13 @@ type JournalOptions struct {
 	// Now dates the records, as the pass dates its rows (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// TableGone, when set, is what Recover asks about a purge's intent
+	// that has no outcome: whether the table is gone from its root, marker
+	// and directory both (and no purge commit). Such a purge finished and
+	// only its outcome was lost, so the folded row says purged, not
+	// unfinished (recover.go). An error, or false, leaves the row
+	// unfinished: present or unknown, the table may be partly purged.
+	TableGone func(ctx context.Context, root, table string) (bool, error)
 }
 
 func (o JournalOptions) locker(store objstore.Store) *lock.Locker {

@@ -259,6 +259,23 @@ func (rec record) toRow(recoveredBy string, pending bool) Row {
 	return r
 }
 
+// goneRow is row, the folded row of an intent without an outcome, once
+// the folding pass by found the table gone from its root (its marker and
+// directory both): the purge finished and only its outcome was lost. It is
+// purged, with the intent's objects and bytes (what the purge was about
+// to delete, all gone now), and says so.
+func (rec record) goneRow(row Row, by string) Row {
+	row.Action = string(outcome.Purged)
+	row.Objects, row.Bytes = rec.Objects, rec.Bytes
+	row.Error = ""
+	row.Reason = string(outcome.ReasonDue) + ": " + fmt.Sprintf(
+		"recovered: pass %s recorded its intent to purge %d object(s) (%d bytes) and ended before recording the outcome; "+
+			"when pass %s folded its journal the table's marker and directory were both gone, so the purge finished "+
+			"(objects and bytes are the intent's; if that purge had stopped, a later pass that finished it recorded a row of its own)",
+		rec.Row.PassID, rec.Objects, rec.Bytes, by)
+	return row
+}
+
 // unfinishedDetail says what an intent without an outcome means. The
 // intent is written before the purge commits, so the table may be
 // untouched; once committed, only a purge can finish it, and that purge

@@ -42,8 +42,11 @@ type Recovered struct {
 // was taken over can write nothing more into it (its writes carry the
 // lease's fence). Under the lease it reads every record, writes them as
 // one file (RecoveredKey, rows with recovered_by = by), then removes them
-// and the lease. It returns the journals folded and every failure joined;
-// a journal it could not fold stays for a later pass.
+// and the lease. An outcome is its row as decided; an intent without one
+// is failed, unfinished, unless it is a purge's and opts.TableGone finds
+// its table gone: then it is purged. It returns the journals folded and
+// every failure joined; a journal it could not fold stays for a later
+// pass.
 func Recover(ctx context.Context, store objstore.Store, by string, opts JournalOptions) ([]Recovered, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
 	var dirs []string
@@ -66,7 +69,7 @@ func Recover(ctx context.Context, store objstore.Store, by string, opts JournalO
 			log.WarnContext(ctx, "not a pass's journal: left alone", "prefix", d)
 			continue
 		}
-		rec, err := foldJournal(ctx, store, locker, dead, by, log)
+		rec, err := foldJournal(ctx, store, locker, dead, by, opts.TableGone, log)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -78,8 +81,8 @@ func Recover(ctx context.Context, store objstore.Store, by string, opts JournalO
 }
 
 // foldJournal folds the journal of pass dead, if it holds anything and
-// its lease can be had.
-func foldJournal(ctx context.Context, store objstore.Store, locker *lock.Locker, dead, by string, log *slog.Logger) (Recovered, error) {
+// its lease can be had; gone, if set, is JournalOptions.TableGone.
+func foldJournal(ctx context.Context, store objstore.Store, locker *lock.Locker, dead, by string, gone tableGone, log *slog.Logger) (Recovered, error) {
 	res := Recovered{PassID: dead}
 	// Only a journal with an object in it is folded: a pass writes its
 	// lease before any record, so a folder that took the lease of an empty
@@ -106,7 +109,7 @@ func foldJournal(ctx context.Context, store objstore.Store, locker *lock.Locker,
 	if keys, err = journalKeys(ctx, store, dead); err != nil {
 		return res, err
 	}
-	rows, folded, err := readJournal(ctx, store, keys, by)
+	rows, folded, err := readJournal(ctx, store, keys, by, gone, log)
 	if err != nil {
 		return res, fmt.Errorf("fold the journal of pass %s: %w", dead, err)
 	}
@@ -154,10 +157,11 @@ type foldedRecords struct {
 	passStarted string
 }
 
-// readJournal reads the records among keys as rows recovered by by. A key
+// readJournal reads the records among keys as rows recovered by by, a
+// purge's intent whose table gone says is gone as purged (goneRow). A key
 // that is neither the lease nor a record is left where it is; a record
 // that does not decode fails the fold (it is kept for an operator).
-func readJournal(ctx context.Context, store objstore.Store, keys []string, by string) ([]Row, foldedRecords, error) {
+func readJournal(ctx context.Context, store objstore.Store, keys []string, by string, gone tableGone, log *slog.Logger) ([]Row, foldedRecords, error) {
 	var rows []Row
 	var f foldedRecords
 	for _, k := range keys {
@@ -176,12 +180,38 @@ func readJournal(ctx context.Context, store objstore.Store, keys []string, by st
 		if err != nil {
 			return nil, f, fmt.Errorf("%w; inspect the object, then delete it by hand to let the rest of the journal be folded", err)
 		}
-		rows = append(rows, rec.toRow(by, false))
+		rows = append(rows, foldRow(ctx, rec, by, gone, log))
 		f.keys = append(f.keys, k)
 		f.passStarted = rec.PassStarted
 	}
 	sortRows(rows)
 	return rows, f, nil
+}
+
+// tableGone is JournalOptions.TableGone.
+type tableGone func(ctx context.Context, root, table string) (bool, error)
+
+// foldRow is the folded row of rec: as toRow, except a purge's intent
+// whose table is gone from its root, marker and directory both, which is
+// purged (goneRow). Only a purge's intent: it carries its marker's TTL,
+// which a version retention's intent, of a live table, never does; a
+// retention run's table gone since was dropped and purged by a pass of
+// its own.
+func foldRow(ctx context.Context, rec record, by string, gone tableGone, log *slog.Logger) Row {
+	row := rec.toRow(by, false)
+	if gone == nil || rec.Kind != kindIntent || rec.Row.TTLMs == nil {
+		return row
+	}
+	root, table := string(rec.Row.Root), string(rec.Row.Table)
+	isGone, err := gone(ctx, root, table)
+	if err != nil {
+		log.WarnContext(ctx, "folding a journal: cannot tell whether a table whose purge ended unrecorded is gone; its row stays unfinished",
+			"journal_pass_id", rec.Row.PassID, "root", root, "table", table, "error", err)
+	}
+	if err != nil || !isGone {
+		return row
+	}
+	return rec.goneRow(row, by)
 }
 
 // sortRows orders rows by Started, then Table, then PassID.

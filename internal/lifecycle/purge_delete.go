@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
@@ -20,11 +21,13 @@ var errBudget = errors.New("object budget reached")
 // judges the batch when it is sent, not when it was planned, so a hold or
 // PAUSE placed while it waited for a slot stops it. The lease's fence,
 // carried by ctx, is asked again by the backend immediately before each
-// request.
+// request; a batch a backend deletes key by key asks the context and the
+// marker between its keys too (batch_between.go).
 type batchDeleter struct {
 	ctx      context.Context
 	store    objstore.Store
 	guard    batchGuard
+	between  *betweenKeys
 	name     string
 	budget   int64 // 0 = unlimited
 	progress func(objects, bytes int64)
@@ -39,17 +42,20 @@ type batchDeleter struct {
 }
 
 // batchGuard is what a batch deleter asks before each batch: the lease
-// held in memory (no request), then the guard's reads from the store.
+// held in memory (no request), then the guard's reads from the store; and
+// between the keys of a batch, its marker read alone.
 type batchGuard interface {
 	leaseHeld() error
 	check(ctx context.Context) error
+	markerRead(ctx context.Context) error
 }
 
 func (g *guard) leaseHeld() error { return g.lease.Check() }
 
 func newBatchDeleter(ctx context.Context, store objstore.Store, g batchGuard, name string, opts PurgeOptions) *batchDeleter {
+	between := newBetweenKeys(g.markerRead, time.Now)
 	return &batchDeleter{
-		ctx: ctx, store: store, guard: g, name: name,
+		ctx: objstore.WithBetweenKeys(ctx, between.check), store: store, guard: g, between: between, name: name,
 		budget: opts.MaxObjects, progress: opts.Progress,
 		slots: newInflight(opts.DeleteConcurrency, opts.MaxDeleteConcurrency, objstore.PushbacksOf(store), nil),
 	}
@@ -68,9 +74,10 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 		return err
 	}
 	keys := make([]string, len(batch))
+	sizes := make([]int64, len(batch))
 	var size int64
 	for i, e := range batch {
-		keys[i] = e.key
+		keys[i], sizes[i] = e.key, e.size
 		size += e.size
 	}
 	if err := d.slots.acquire(d.ctx); err != nil {
@@ -84,25 +91,55 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 		d.slots.release(false)
 		return d.fail(err)
 	}
+	d.between.guarded()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		err := d.store.DeleteBatch(d.ctx, keys)
 		d.slots.release(err == nil)
+		objects, bytes := int64(len(keys)), size
 		if err != nil {
-			d.fail(fmt.Errorf("purge %q: delete objects: %w", d.name, err))
-			return
+			objects, bytes = deletedOf(keys, sizes, err)
+			if stop := d.between.stopped(); stop != nil {
+				// Stopped between its keys: the guard's own error, as
+				// before the next batch.
+				d.fail(stop)
+			} else {
+				d.fail(fmt.Errorf("purge %q: delete objects: %w", d.name, err))
+			}
 		}
 		d.mu.Lock()
-		d.objects += int64(len(keys))
-		d.bytes += size
+		d.objects += objects
+		d.bytes += bytes
 		o, b := d.objects, d.bytes
 		d.mu.Unlock()
-		if d.progress != nil {
+		if err == nil && d.progress != nil {
 			d.progress(o, b)
 		}
 	}()
 	return nil
+}
+
+// deletedOf is what a batch that failed with err deleted: with a
+// *objstore.BatchError, every key it does not list (a batch stopped
+// between its keys deleted those before the stop); otherwise nothing is
+// known to be deleted.
+func deletedOf(keys []string, sizes []int64, err error) (objects, bytes int64) {
+	var be *objstore.BatchError
+	if !errors.As(err, &be) {
+		return 0, 0
+	}
+	failed := make(map[string]bool, len(be.Failed))
+	for _, f := range be.Failed {
+		failed[f.Key] = true
+	}
+	for i, k := range keys {
+		if !failed[k] {
+			objects++
+			bytes += sizes[i]
+		}
+	}
+	return objects, bytes
 }
 
 func (d *batchDeleter) fail(err error) error {

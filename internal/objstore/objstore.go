@@ -141,6 +141,12 @@ type Page struct {
 //     carries a Fence (WithFence) asks it immediately before each request it
 //     sends (local: before each syscall that changes the tree) and fails with
 //     ErrFenced, sending nothing more, once the fence refuses.
+//   - A backend that deletes a batch key by key (local: an unlink per key;
+//     GCS: a request per key) asks the context (done: stop) and its
+//     between-keys check (WithBetweenKeys) before each key, and deletes
+//     nothing more of the call once either refuses; the keys not deleted
+//     fail wrapping the refusal. One that sends a batch as one request (S3,
+//     Azure) asks neither between keys.
 //   - Local roots never follow a symbolic link below the root: a link is an
 //     object (listed, walked and deleted as the link itself); a link where a
 //     directory is expected is never entered.

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // Ledger writes each pass's audit ledger (internal/ledger): before a purge
@@ -41,27 +43,74 @@ func NewLedger(store objstore.Store, log *slog.Logger, version, host string) *Le
 // ledgerPass is one pass's ledger; a nil one (no ledger configured)
 // records nothing.
 type ledgerPass struct {
-	l   *Ledger
-	rep *Report
-	w   *ledger.Writer
-	j   *ledger.Journal
+	l    *Ledger
+	rep  *Report
+	w    *ledger.Writer
+	j    *ledger.Journal
+	opts ledger.JournalOptions
 }
 
-// begin starts pass rep's ledger and folds the journals of passes that
-// died (not in a dry run, which writes nothing but its own file).
-func (l *Ledger) begin(ctx context.Context, rep *Report, opts ledger.JournalOptions) *ledgerPass {
+// begin starts pass rep's ledger.
+func (l *Ledger) begin(rep *Report, opts ledger.JournalOptions) *ledgerPass {
 	if l == nil {
 		return nil
 	}
 	opts.Logger = l.log
-	lp := &ledgerPass{l: l, rep: rep, w: ledger.NewWriter(l.store, rep.PassID, rep.Started),
-		j: ledger.NewJournal(l.store, rep.PassID, rep.Started, opts)}
-	if !rep.DryRun {
-		if _, err := ledger.Recover(ctx, l.store, rep.PassID, opts); err != nil && ctx.Err() == nil {
-			lp.failed(fmt.Errorf("fold the audit journals of earlier passes: %w", err))
-		}
+	return &ledgerPass{l: l, rep: rep, w: ledger.NewWriter(l.store, rep.PassID, rep.Started),
+		j: ledger.NewJournal(l.store, rep.PassID, rep.Started, opts), opts: opts}
+}
+
+// recover folds the journals of passes that died (not in a dry run, which
+// writes nothing but its own file); gone tells a table whose purge ended
+// unrecorded and that is gone from its root, recorded purged rather than
+// unfinished (ledger.JournalOptions.TableGone).
+func (lp *ledgerPass) recover(ctx context.Context, gone func(ctx context.Context, root, table string) (bool, error)) {
+	if lp == nil || lp.rep.DryRun {
+		return
 	}
-	return lp
+	opts := lp.opts
+	opts.TableGone = gone
+	if _, err := ledger.Recover(ctx, lp.l.store, lp.rep.PassID, opts); err != nil && ctx.Err() == nil {
+		lp.failed(fmt.Errorf("fold the audit journals of earlier passes: %w", err))
+	}
+}
+
+// tableGone is the journal fold's question to this pass's roots (rs): is
+// table gone from root, no marker, no purge commit and no data
+// (lifecycle.StateNotFound)? The root is opened as the pass opens it, once
+// per fold; a root not among rs (unconfigured since, another shard's)
+// cannot be asked, which is an error: the row stays unfinished.
+func (w *Worker) tableGone(rs []roots.Root, now func() time.Time, log *slog.Logger) func(ctx context.Context, root, table string) (bool, error) {
+	byURI := make(map[string]roots.Root, len(rs))
+	for _, r := range rs {
+		byURI[r.URI] = r
+	}
+	var mu sync.Mutex
+	opened := map[string]*lifecycle.Namespace{}
+	return func(ctx context.Context, root, table string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ns, ok := opened[root]
+		if !ok {
+			r, known := byURI[root]
+			if !known {
+				return false, fmt.Errorf("root %s is not among this pass's roots", root)
+			}
+			store, err := w.Open(ctx, r)
+			if err != nil {
+				return false, fmt.Errorf("open root %s: %w", root, err)
+			}
+			if ns, err = w.namespace(store, now, log); err != nil {
+				return false, err
+			}
+			opened[root] = ns
+		}
+		st, err := ns.Status(ctx, table)
+		if err != nil {
+			return false, fmt.Errorf("status of %q in %s: %w", table, root, err)
+		}
+		return len(st) == 1 && st[0].State == lifecycle.StateNotFound, nil
+	}
 }
 
 // failed records a ledger write that failed: the pass's and the log's.

@@ -173,8 +173,10 @@ func (k killAfterMarkerDelete) DeleteIfMatch(ctx context.Context, key, etag stri
 // A pass killed right after it destroyed a table (its marker deleted,
 // before its outcome, its file or anything else reached the ledger)
 // loses no row: `reaper audit` reads the table's intent from the journal
-// at once, and the next pass folds it into the ledger, marked recovered,
-// saying the table may be partly or fully purged.
+// at once (unfinished: it may be partly or fully purged), and the next
+// pass, finding the table's marker and directory both gone, folds it into
+// the ledger as purged, marked recovered, saying only the outcome was
+// lost. Before, the folded row said failed, unfinished.
 func TestLedgerRowSurvivesAKillAfterTheTableIsDestroyed(t *testing.T) {
 	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
 		f := newFixture(t, backend, 1)
@@ -209,10 +211,62 @@ func TestLedgerRowSurvivesAKillAfterTheTableIsDestroyed(t *testing.T) {
 		got = ledgerRowsOf(t, audit)[repA.PassID+"/doomed"]
 		require.Equal(t, repB.PassID, got.RecoveredBy, "folded by the next pass")
 		require.False(t, got.Pending)
-		require.Equal(t, string(outcome.Failed), got.Action)
-		require.Contains(t, got.Error, "partly or fully purged")
-		require.Contains(t, got.Error, fmt.Sprintf("intent to purge %d object(s)", objects))
+		require.Equal(t, string(outcome.Purged), got.Action, "%+v", got)
+		require.True(t, strings.HasPrefix(got.Reason, string(outcome.ReasonDue)+": recovered: "), got.Reason)
+		require.Contains(t, got.Reason, "marker and directory were both gone")
+		require.Contains(t, got.Reason, fmt.Sprintf("intent to purge %d object(s)", objects))
+		require.Empty(t, got.Error)
+		require.Equal(t, int64(objects), got.Objects)
 		require.Empty(t, journalKeys(t, audit), "the folded journal is gone")
+	}, objstoretest.Shared()...)
+}
+
+// killAtFirstBatch is a root store that sets dead at name's first delete
+// batch, before it reaches the store: the purge committed and the process
+// dies with the table whole.
+type killAtFirstBatch struct {
+	objstore.Store
+	name string
+	dead *atomic.Bool
+}
+
+func (k killAtFirstBatch) DeleteBatch(ctx context.Context, keys []string) error {
+	if len(keys) > 0 && strings.HasPrefix(keys[0], lifecycle.TableDir(k.name)) && k.dead.CompareAndSwap(false, true) {
+		return errKilled
+	}
+	return k.Store.DeleteBatch(ctx, keys)
+}
+
+// A pass killed after its purge committed, the table still there, folds
+// as before: failed, unfinished, the table partly or fully purged; the
+// next pass then finishes the table with a purged row of its own.
+func TestLedgerRowOfAKilledPurgeOfATableStillThere(t *testing.T) {
+	objstoretest.ForEachBackend(t, func(t *testing.T, backend objstoretest.Backend) {
+		f := newFixture(t, backend, 1)
+		f.table(0, "cut", 3, 1, 7*day)
+		audit := auditStore(t, backend)
+		var dead atomic.Bool
+		f.stores[f.uris[0]] = killAtFirstBatch{Store: f.store(0), name: "cut", dead: &dead}
+		a := f.worker(baseConfig(), 8*day)
+		a.Ledger = testLedger(dying{Store: audit, dead: &dead})
+		repA, err := a.Pass(context.Background(), nil)
+		require.NoError(t, err)
+		require.True(t, dead.Load(), "the kill point was reached")
+		require.NotEmpty(t, f.keys(0, "cut.lance/"), "the table is still there")
+
+		audit.Advance(time.Hour)
+		b := f.worker(baseConfig(), 8*day+time.Hour) // its batches pass: the kill was once
+		b.Ledger = testLedger(audit)
+		repB, err := b.Pass(context.Background(), nil)
+		require.NoError(t, err)
+		require.Empty(t, repB.LedgerErrors)
+		rows := ledgerRowsOf(t, audit)
+		got := rows[repA.PassID+"/cut"]
+		require.Equal(t, repB.PassID, got.RecoveredBy)
+		require.Equal(t, string(outcome.Failed), got.Action, "%+v", got)
+		require.True(t, strings.HasPrefix(got.Reason, string(outcome.ReasonUnfinished)+": "), got.Reason)
+		require.Contains(t, got.Error, "partly or fully purged")
+		require.Equal(t, string(outcome.Purged), rows[repB.PassID+"/cut"].Action, "the next pass finishes it")
 	}, objstoretest.Shared()...)
 }
 

@@ -119,8 +119,11 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	}
 	obs := w.observer()
 	obs.PassStarted(rep)
-	lp := w.Ledger.begin(ctx, rep, w.journalOptions(now))
+	lp := w.Ledger.begin(rep, w.journalOptions(now))
 	rs, err := w.Roots(ctx)
+	// Folded once the roots are known, before anything is purged: a dead
+	// pass's table gone from its root is then recorded purged.
+	lp.recover(ctx, w.tableGone(rs, now, log))
 	if err != nil && len(rs) == 0 {
 		rep.Finished = now()
 		rep.Err = fmt.Errorf("list roots: %w", err)
@@ -175,6 +178,16 @@ func (w *Worker) dryRun() bool {
 	return w.Config.DryRun || !w.Config.Safety.DeletesEnabled()
 }
 
+// namespace is the lifecycle over one root's store, as every pass opens it.
+func (w *Worker) namespace(store objstore.Store, now func() time.Time, log *slog.Logger) (*lifecycle.Namespace, error) {
+	cfg := w.Config
+	return lifecycle.New(store, lifecycle.Options{
+		DefaultTTL: cfg.Defaults.TTL.D(), SkewAllowance: cfg.Defaults.SkewAllowance.D(),
+		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: w.Owner, Now: now, LeaseClock: w.LeaseClock,
+		DeleteBatch: w.DeleteBatch, Logger: log, // lifecycle adds the root
+	})
+}
+
 // journalOptions are the lease terms of the pass's audit journal (those of
 // the table leases) and now, the clock its rows are dated by.
 func (w *Worker) journalOptions(now func() time.Time) ledger.JournalOptions {
@@ -227,11 +240,7 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 		log.Error("root skipped", "error", rr.Err)
 		return rr
 	}
-	ns, err := lifecycle.New(store, lifecycle.Options{
-		DefaultTTL: cfg.Defaults.TTL.D(), SkewAllowance: cfg.Defaults.SkewAllowance.D(),
-		LeaseTTL: cfg.Defaults.LeaseTTL.D(), Owner: p.w.Owner, Now: p.now, LeaseClock: p.w.LeaseClock,
-		DeleteBatch: p.w.DeleteBatch, Logger: p.log, // lifecycle adds the root
-	})
+	ns, err := p.w.namespace(store, p.now, p.log)
 	if err != nil {
 		rr.Err = err
 		return rr

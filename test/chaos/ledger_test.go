@@ -208,7 +208,9 @@ func isRequest(method, key string) func(*http.Request) bool {
 // the killed pass's row for the table at once (pending, failed,
 // unfinished, saying what may have happened), and the next pass, once the
 // killed pass's journal lease may be taken over, folds it into the ledger
-// (recovered_by) and finishes the table, with a purged row of its own.
+// (recovered_by): as purged (recovered) when the table was destroyed,
+// else unfinished, and it then finishes the table with a purged row of
+// its own.
 func TestLedgerKeepsKilledPurges(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -266,7 +268,12 @@ func TestLedgerKeepsKilledPurges(t *testing.T) {
 			require.NotNil(t, row.RecoveredBy, "%s", row)
 			require.Equal(t, bPass, *row.RecoveredBy, "folded by the next pass: %s", row)
 			require.Empty(t, l.journal(t), "the folded journal is gone")
-			if !tc.finished {
+			if tc.finished {
+				// Folded while the table is gone: only the outcome was lost.
+				require.Equal(t, string(outcome.Purged), row.Action, "%s", row)
+				require.True(t, strings.HasPrefix(*row.Reason, string(outcome.ReasonDue)+": recovered: "), "%s", row)
+			} else {
+				require.Equal(t, string(outcome.Failed), row.Action, "folded while the table is there: %s", row)
 				require.Equal(t, string(outcome.Purged), l.row(t, bPass, tb.name).Action, "the next pass finishes the table")
 			}
 			snap = take(t, b)
@@ -281,7 +288,8 @@ func TestLedgerKeepsKilledPurges(t *testing.T) {
 // table's marker was deleted from the disk: the table is destroyed, and
 // nothing more of the pass reaches the ledger (before the journal, that
 // request was the pass's file, and the table had no row at all). Its row
-// is in the ledger at once, and folded by the next pass.
+// is in the ledger at once, and folded by the next pass as purged
+// (recovered).
 func TestLedgerKeepsAKilledLocalPurge(t *testing.T) {
 	t.Parallel()
 	b := localBackend(t)
@@ -317,6 +325,7 @@ func TestLedgerKeepsAKilledLocalPurge(t *testing.T) {
 	row = l.row(t, aPass, tb.name)
 	require.False(t, row.Pending, "%s", row)
 	require.Equal(t, passID(t, rb), *row.RecoveredBy, "%s", row)
+	require.Equal(t, string(outcome.Purged), row.Action, "folded while the table is gone: %s", row)
 	require.Empty(t, l.journal(t))
 }
 

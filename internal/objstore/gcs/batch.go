@@ -19,8 +19,10 @@ import (
 const DefaultDeleteConcurrency = 32
 
 // DeleteBatch removes up to objstore.MaxBatchDelete keys. Missing keys count
-// as deleted. Once the fence refuses or ctx ends, keys not yet sent fail
-// with that error and nothing more is sent. Keys that fail come back in a
+// as deleted. Each key asks ctx's between-keys check (objstore.BetweenKeys)
+// before its request: a batch is many requests here. Once the fence or
+// that check refuses, or ctx ends, keys not yet sent fail with that error
+// and nothing more is sent. Keys that fail come back in a
 // *objstore.BatchError, in the order they were given.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	keys, refused, err := objstore.CheckBatch(keys)
@@ -37,7 +39,7 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	var (
 		mu     sync.Mutex
 		failed []objstore.KeyError
-		stop   error // the fence's refusal or ctx's end, once seen
+		stop   error // the fence's or the check's refusal or ctx's end, once seen
 		wg     sync.WaitGroup
 		work   = make(chan string)
 	)
@@ -48,9 +50,12 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 				stopped := stop
 				mu.Unlock()
 				var err error
+				refused := false
 				if stopped != nil {
 					// The error names the key that stopped the batch.
 					err = fmt.Errorf("delete %s: not sent: the batch stopped: %w", k, stopped)
+				} else if err = objstore.BetweenKeys(ctx); err != nil {
+					err, refused = fmt.Errorf("delete %s: not sent: %w", k, err), true
 				} else {
 					err = s.Delete(ctx, k)
 				}
@@ -59,7 +64,7 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 				}
 				mu.Lock()
 				failed = append(failed, objstore.KeyError{Key: k, Err: err})
-				if stop == nil && (errors.Is(err, objstore.ErrFenced) || ctx.Err() != nil) {
+				if stop == nil && (refused || errors.Is(err, objstore.ErrFenced) || ctx.Err() != nil) {
 					stop = err
 				}
 				mu.Unlock()

@@ -14,10 +14,12 @@ import (
 
 // Deletes resolve the key's directory without following a link, lock it,
 // and unlinkat(dirfd, name, 0) each key, asking the fence immediately
-// before each unlink. A key that is a symbolic link removes the link,
-// never its target. A key below a link, a file or nothing does not exist:
-// nothing is deleted. A key naming a directory is a prefix: it counts as
-// missing.
+// before each unlink and then the context's between-keys check
+// (objstore.BetweenKeys: a done context, a caller's guard), so a batch of
+// 1,000 unlinks stops between two of them. A key that is a symbolic link
+// removes the link, never its target. A key below a link, a file or
+// nothing does not exist: nothing is deleted. A key naming a directory is
+// a prefix: it counts as missing.
 
 // Delete removes the key; a missing key is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
@@ -42,7 +44,8 @@ func (s *Store) DeleteIfMatch(ctx context.Context, key string, etag string) erro
 // DeleteBatch checks the whole batch, then deletes directory by directory:
 // one resolve, one lock, one prune and one fsync per directory rather than
 // per key (or none, deferred to the context's objstore.SyncBatch). Once the fence refuses, nothing more is unlinked: that key and
-// every later one fail with an error wrapping objstore.ErrFenced.
+// every later one fail with an error wrapping objstore.ErrFenced; likewise
+// with the between-keys check's error once it stops the batch.
 func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -60,7 +63,7 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 	// whose directories are all gone sends no syscall, and must still fail
 	// when its lease is lost rather than report keys deleted.
 	if err := fence(ctx); err != nil {
-		d.fenced = err
+		d.stopped = err
 		return &objstore.BatchError{Failed: append(refused, d.failAll(keys, err)...)}
 	}
 	failed := refused
@@ -77,9 +80,22 @@ func (s *Store) DeleteBatch(ctx context.Context, keys []string) error {
 type deletion struct {
 	ctx    context.Context
 	action string
-	// fenced is the fence's refusal once it refused: every later key fails
-	// with it without another syscall.
-	fenced error
+	// stopped is the fence's refusal, or the between-keys check's error,
+	// once seen: every later key fails with it without another syscall.
+	stopped error
+}
+
+// mayGoOn asks the fence, then the between-keys check, before the next
+// unlink; the first refusal is kept in stopped.
+func (d *deletion) mayGoOn() error {
+	err := fence(d.ctx)
+	if err == nil {
+		err = objstore.BetweenKeys(d.ctx)
+	}
+	if err != nil {
+		d.stopped = err
+	}
+	return err
 }
 
 // failAll fails every key with err.
@@ -96,8 +112,8 @@ func (d *deletion) failAll(keys []string, err error) []objstore.KeyError {
 // fence, before the unlink. Then it prunes the directories the unlinks
 // emptied and fsyncs the deepest one left standing.
 func (s *Store) removeInDir(d *deletion, dirKey string, keys []string, check func(*dirChain) error) []objstore.KeyError {
-	if d.fenced != nil {
-		return d.failAll(keys, d.fenced)
+	if d.stopped != nil {
+		return d.failAll(keys, d.stopped)
 	}
 	if err := d.ctx.Err(); err != nil {
 		return d.failAll(keys, err)
@@ -165,13 +181,13 @@ func syncDir(d *deletion, fd int, key string) error {
 type dirID struct{ dev, ino uint64 }
 
 // unlinkAll unlinks each key in the locked directory c, asking the fence
-// before each; check, if any, runs between the fence and the unlink (a
-// fenced caller learns it is fenced, not that the key is gone, as on every
-// backend). removed reports that at least one entry went.
+// and then objstore.BetweenKeys before each; check, if any, runs between
+// those and the unlink (a fenced caller learns it is fenced, not that the
+// key is gone, as on every backend). removed reports that at least one
+// entry went.
 func (s *Store) unlinkAll(d *deletion, c *dirChain, keys []string, check func(*dirChain) error) (failed []objstore.KeyError, removed bool) {
 	for i, k := range keys {
-		if err := fence(d.ctx); err != nil {
-			d.fenced = err
+		if err := d.mayGoOn(); err != nil {
 			return append(failed, d.failAll(keys[i:], err)...), removed
 		}
 		if check != nil {

@@ -25,12 +25,12 @@ import (
 // It returns the descriptor of the deepest directory left standing that
 // lost an entry, which needs an fsync.
 func pruneUp(d *deletion, c *dirChain) int {
-	if d.fenced != nil { // refused already: final, so not asked again
+	if d.stopped != nil { // fenced or stopped already: nothing more changes
 		return c.fd()
 	}
 	for i := len(c.segs); i > 0; i-- {
 		if err := fence(d.ctx); err != nil {
-			d.fenced = err
+			d.stopped = err
 			return c.fds[i]
 		}
 		err := ignoringEINTR(func() error { return unix.Unlinkat(c.fds[i-1], c.segs[i-1], unix.AT_REMOVEDIR) })
