@@ -168,6 +168,9 @@ type RetainResult struct {
 	VersionsRemoved int
 	Objects         int64
 	Bytes           int64
+	// Warnings are what an operator should know that did not stop the
+	// run, e.g. a tag naming a version whose manifest is gone.
+	Warnings []string
 }
 
 // Retain removes the old versions of one live table that the policy
@@ -201,7 +204,7 @@ func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions)
 	}
 	res, err := n.ns.Retain(ctx, name, lo)
 	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
-		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes}, exported(err)
+		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes, Warnings: res.Warnings}, exported(err)
 }
 
 // RetentionSummary is what a policy would remove from one live table: a

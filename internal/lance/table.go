@@ -247,6 +247,28 @@ func (t *Table) refresh(ctx context.Context, store objstore.Store) (*Table, erro
 	return nt, nt.check()
 }
 
+// RefreshRefs reads the table's tags and branches again (with each
+// branch's manifests), and nothing else: a deleting pass does it before
+// every batch of manifests it deletes, so a version tagged or branched from
+// mid-run is never one whose manifest it deletes. A ref that no longer
+// reads is an *UnsupportedError, as from ReadTable.
+func (t *Table) RefreshRefs(ctx context.Context, store objstore.Store) (*Table, error) {
+	nt := *t
+	nt.Tags, nt.Branches = nil, nil
+	err := nt.readRefs(ctx, store)
+	if err == nil {
+		err = nt.check()
+	}
+	var fe *formatError
+	if errors.As(err, &fe) {
+		return nil, &UnsupportedError{Dir: t.Dir, Reason: fe.msg}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &nt, nil
+}
+
 // readManifests reads and decodes each version's manifest in place,
 // ReadConcurrency at a time, taking one already read from known (by key),
 // and hands each to keep, if set, as soon as it is decoded; the first error

@@ -31,6 +31,9 @@ type batchDeleter struct {
 	name     string
 	budget   int64 // 0 = unlimited
 	progress func(objects, bytes int64)
+	// filter, when set, is asked once a batch has its slot and passed the
+	// guard, just before it goes: what of it may still go.
+	filter func(context.Context, []keyEntry) ([]keyEntry, error)
 
 	slots     *inflight
 	wg        sync.WaitGroup
@@ -73,13 +76,6 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 	if err != nil {
 		return err
 	}
-	keys := make([]string, len(batch))
-	sizes := make([]int64, len(batch))
-	var size int64
-	for i, e := range batch {
-		keys[i], sizes[i] = e.key, e.size
-		size += e.size
-	}
 	if err := d.slots.acquire(d.ctx); err != nil {
 		return d.fail(fmt.Errorf("purge %q: %w", d.name, err))
 	}
@@ -90,6 +86,25 @@ func (d *batchDeleter) submit(batch []keyEntry) error {
 	if err := d.guard.check(d.ctx); err != nil {
 		d.slots.release(false)
 		return d.fail(err)
+	}
+	if d.filter != nil {
+		// Judged when the batch goes, with its slot, as the guard is.
+		var err error
+		if batch, err = d.filter(d.ctx, batch); err != nil {
+			d.slots.release(false)
+			return d.fail(err)
+		}
+		if len(batch) == 0 {
+			d.slots.release(true)
+			return nil
+		}
+	}
+	keys := make([]string, len(batch))
+	sizes := make([]int64, len(batch))
+	var size int64
+	for i, e := range batch {
+		keys[i], sizes[i] = e.key, e.size
+		size += e.size
 	}
 	d.between.guarded()
 	d.wg.Add(1)

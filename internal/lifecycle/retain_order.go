@@ -72,6 +72,10 @@ type RetainResult struct {
 	Bytes           int64
 	// Lease is how taking the table's lease went (LeaseAcquired...).
 	Lease string
+	// Warnings are what an operator should know of the table that did not
+	// stop the run: a tag naming a version whose manifest is gone (made
+	// after the run had deleted it).
+	Warnings []string
 }
 
 // Retain removes the old versions of a live table that opts.Policy removes,
@@ -280,7 +284,7 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	if t, rec, err = d.narrow(ctx, t, *rec, false); err != nil {
 		return res, err
 	}
-	if err := d.delete(ctx, manifestsOf(*rec)); err != nil {
+	if err := d.delete(ctx, manifestsOf(*rec), d.untaggedManifests(t)); err != nil {
 		return res, err
 	}
 	// 7. Read again: a version still listed now stands. Then rows, files.
@@ -291,7 +295,11 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	if err := d.deleteRows(ctx, t, recordedVersions(rec.Versions)); err != nil {
 		return res, err
 	}
-	if err := d.delete(ctx, filesOf(*rec)); err != nil {
+	res.Warnings = append(res.Warnings, danglingTags(t)...)
+	for _, w := range res.Warnings {
+		ns.log.WarnContext(ctx, "version retention: "+w, "table", name)
+	}
+	if err := d.delete(ctx, filesOf(*rec), nil); err != nil {
 		return res, err
 	}
 	// 8. The record last.
@@ -312,6 +320,57 @@ func recordedVersions(vs []recordVersion) []uint64 {
 	out := make([]uint64, len(vs))
 	for i, v := range vs {
 		out[i] = v.Version
+	}
+	return out
+}
+
+// untaggedManifests is the manifest phase's check before each batch: the
+// table's tags and branches are read again, and the manifest of a version
+// tagged on main or a branch's root since goes no further (its files stay:
+// the next recheck finds it tagged). Tags created mid-run are thus seen
+// batch by batch, not only once before the first.
+func (d *retainDeleter) untaggedManifests(t *lance.Table) func(context.Context, []keyEntry) ([]keyEntry, error) {
+	dir := TableDir(d.name)
+	return func(ctx context.Context, batch []keyEntry) ([]keyEntry, error) {
+		refs, err := t.RefreshRefs(ctx, d.ns.store)
+		if err != nil {
+			return nil, fmt.Errorf("retain %q: read the tags again: %w", d.name, err)
+		}
+		keep := map[uint64]bool{}
+		for _, tg := range refs.Tags {
+			if tg.Branch == "" {
+				keep[tg.Version] = true
+			}
+		}
+		for _, b := range refs.Branches {
+			keep[b.RootVersion] = true
+		}
+		out := batch[:0:0]
+		for _, f := range batch {
+			if n, ok := manifestVersion(strings.TrimPrefix(f.key, dir)); ok && keep[n] {
+				d.ns.log.InfoContext(ctx, "a version tagged or branched from since the plan keeps its manifest", "table", d.name, "version", n)
+				continue
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	}
+}
+
+// danglingTags names the tags of main that name a version t no longer
+// lists: a tag made on a version after its manifest was deleted (a race
+// with this run, or an earlier one). LanceDB cannot check it out; the run
+// says so rather than hide it.
+func danglingTags(t *lance.Table) []string {
+	listed := map[uint64]bool{}
+	for _, v := range t.Versions {
+		listed[v.Number] = true
+	}
+	var out []string
+	for _, tg := range t.Tags {
+		if tg.Branch == "" && !listed[tg.Version] {
+			out = append(out, fmt.Sprintf("tag %q names version %d, whose manifest is gone (tagged after it was removed?): delete or move the tag", tg.Name, tg.Version))
+		}
 	}
 	return out
 }
@@ -390,7 +449,9 @@ func (d *retainDeleter) narrow(ctx context.Context, t *lance.Table, rec retainRe
 
 // delete deletes files (keys relative to the table directory) in batches,
 // the guard before each, and makes the deletes durable before it returns.
-func (d *retainDeleter) delete(ctx context.Context, files []recordFile) error {
+// before, when set, is asked just before each batch goes (with its slot,
+// after the guard) and returns what of it may still go.
+func (d *retainDeleter) delete(ctx context.Context, files []recordFile, before func(context.Context, []keyEntry) ([]keyEntry, error)) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -404,6 +465,7 @@ func (d *retainDeleter) delete(ctx context.Context, files []recordFile) error {
 			}
 		},
 	})
+	bd.filter = before
 	dir := TableDir(d.name)
 	var err error
 	for start := 0; start < len(files) && err == nil; start += d.ns.opts.DeleteBatch {

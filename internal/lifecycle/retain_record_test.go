@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +240,41 @@ func TestRetainReadsAFormat1Record(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ns.Retain(ctx, "t", RetainOptions{Policy: keepAll})
 	require.ErrorContains(t, err, "format 9")
+}
+
+// A tag created on a removed version between two manifest batches (a
+// writer that does not take reaper's lease) keeps that version and its
+// files: the tags are read again before every batch, not only once before
+// the first. A tag that names a version already gone is reported.
+func TestRetainReadsTheTagsBeforeEveryManifestBatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s objstore.Store) {
+		ctx := context.Background()
+		w := newWorld(t, s)
+		p := w.proc("retainer", 0)
+		p.ns.opts.DeleteBatch = 1 // one manifest a batch: 1, 3, 4
+		putLanceFixture(t, w.store, "t")
+		policy := fixturePolicy(t, w.store, "t")
+		// Frozen before its second batch (version 3's manifest).
+		frozen := p.pause.PauseBefore(objstoretest.OpDeleteBatch, TableDir("t")+lance.VersionsDir, 1)
+		done := make(chan RetainResult, 1)
+		go func() {
+			res, err := p.ns.Retain(ctx, "t", RetainOptions{Policy: policy, DeleteConcurrency: 1, MaxDeleteConcurrency: 1})
+			require.NoError(t, err)
+			done <- res
+		}()
+		<-frozen.Reached()
+		for _, tag := range []struct {
+			name    string
+			version int
+		}{{"late", 4}, {"gone", 1}} {
+			_, err := w.store.Put(ctx, TableDir("t")+"_refs/tags/"+tag.name+".json", []byte(fmt.Sprintf(`{"branch":null,"version":%d,"manifestSize":100}`, tag.version)))
+			require.NoError(t, err)
+		}
+		frozen.Release()
+		res := <-done
+		tb := requireReadable(t, w.store, "t")
+		require.Equal(t, []uint64{2, 4, 5, 6}, versionNumbers(tb), "version 4, tagged mid-run, stays whole")
+		require.Len(t, res.Warnings, 1)
+		require.Contains(t, res.Warnings[0], `tag "gone" names version 1`)
+	})
 }

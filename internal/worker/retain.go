@@ -275,6 +275,9 @@ func (p *pass) runPlan(ctx context.Context, ns *lifecycle.Namespace, rr *RootRep
 	d.Resumed, d.Record = res.Finished, res.Record
 	d.Err = err
 	d.Action, d.Reason, d.Detail = classifyRetain(res, err)
+	if len(res.Warnings) > 0 {
+		d.Detail += "; " + strings.Join(res.Warnings, "; ")
+	}
 	if d.Reason == outcome.ReasonShutdown {
 		d.Reason = stopReason(ctx, d.Reason)
 	}
