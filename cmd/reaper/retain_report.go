@@ -147,7 +147,8 @@ func retainResult(d worker.Retained, dryRun bool) string {
 // retainJSONOfPlan is one table's plan as the dry run's JSON lists it.
 func retainJSONOfPlan(root string, pl lifecycle.RetentionPlan) retainJSON {
 	t := retainJSON{Root: root, Name: pl.Name, Result: string(pl.Result), Reason: pl.Reason, Kept: []uint64{}, Removed: []uint64{},
-		Files: []fileJSON{}, Bytes: pl.Plan.Bytes, Versions: pl.Versions, cutoff: pl.Plan.Cutoff}
+		Files: []fileJSON{}, Bytes: pl.Plan.Bytes, Versions: pl.Versions, cutoff: pl.Plan.Cutoff,
+		KeptForOthers: pl.KeptForOthers, KeptFor: pl.KeptFor}
 	for _, k := range pl.Plan.Kept {
 		t.Kept = append(t.Kept, k.Version)
 		t.KeptWhy = append(t.KeptWhy, keptJSON{Version: k.Version, Why: k.Why})
@@ -228,6 +229,10 @@ type retainJSON struct {
 	// interrupted run found beside the table.
 	KeptWhy []keptJSON  `json:"kept,omitempty"`
 	Record  *recordJSON `json:"record,omitempty"`
+	// KeptForOthers counts the files kept because other tables of the root
+	// (KeptFor) read them through base paths (shallow clones).
+	KeptForOthers int    `json:"kept_for_others,omitempty"`
+	KeptFor       string `json:"kept_for,omitempty"`
 	// cutoff is for the table form's note.
 	cutoff time.Time
 }

@@ -40,7 +40,11 @@ func (t *Table) keepMain(v *Version) error {
 // elsewhere), then keeps it compact: what it references, interned in the
 // table's names, in place of its file lists.
 func (t *Table) keepDetached(v *Version) error {
-	if err := ownFilesOnly(*v); err != nil {
+	if len(v.BasePaths) > 0 {
+		// A shallow clone (or imported files): the table is refused once
+		// read, and what it reads of other locations is kept for them.
+		t.addBases(*v)
+	} else if err := ownFilesOnly(*v); err != nil {
 		return err
 	}
 	keys, indices := v.Refs()

@@ -17,6 +17,10 @@ type UnsupportedError struct {
 	// Reason says what was not understood, e.g. "manifest
 	// _versions/5.manifest: unknown reader feature flag 512".
 	Reason string
+	// Bases, for a table refused for its base paths (a shallow clone),
+	// are the files it reads through them, by location: another table of
+	// the root must keep them (bases.go).
+	Bases []BaseRef
 }
 
 func (e *UnsupportedError) Error() string {
@@ -33,6 +37,9 @@ func unsupportedf(format string, args ...any) error {
 }
 
 // formatError is a reason to refuse a table, before the table is named.
-type formatError struct{ msg string }
+type formatError struct {
+	msg   string
+	bases []BaseRef
+}
 
 func (e *formatError) Error() string { return e.msg }

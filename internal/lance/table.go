@@ -57,6 +57,8 @@ type Table struct {
 	Tags     []Tag
 	Branches []Branch
 	names    *names
+	// bases collects what versions read through base paths (bases.go).
+	bases *baseSet
 }
 
 // Latest is main's newest version.
@@ -75,10 +77,10 @@ var managedDirs = []string{VersionsDir, TransactionsDir, DataDir, IndicesDir, De
 // is an *UnsupportedError (errors.Is(err, ErrUnsupported)); any other error
 // is a failure to read it.
 func ReadTable(ctx context.Context, store objstore.Store, dir string) (*Table, error) {
-	t, err := readTable(ctx, store, dir)
+	t, err := again(ctx, func() (*Table, error) { return readTable(ctx, store, dir) })
 	var fe *formatError
 	if errors.As(err, &fe) {
-		return nil, &UnsupportedError{Dir: dir, Reason: fe.msg}
+		return nil, &UnsupportedError{Dir: dir, Reason: fe.msg, Bases: fe.bases}
 	}
 	return t, err
 }
@@ -90,7 +92,7 @@ func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 	if slices.Contains(strings.Split(dir, "/"), namespaceTable) {
 		return nil, unsupportedf("%s is the namespace's own table: never touched", namespaceTable)
 	}
-	t := &Table{Dir: dir, URI: tableURI(store.URI(), dir), names: newNames()}
+	t := &Table{Dir: dir, URI: tableURI(store.URI(), dir), names: newNames(), bases: &baseSet{}}
 	// First: a linked _versions/ would otherwise read as "no versions".
 	top, err := checkTopLevel(ctx, store, dir)
 	if err != nil {
@@ -109,7 +111,29 @@ func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 	if err := t.checkHidden(ctx, store, top); err != nil {
 		return nil, err
 	}
-	return t, t.check()
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, t.basesRefused()
+}
+
+// readAttempts bounds how often a read that raced a writer is tried.
+const readAttempts = 3
+
+// again reads a table, and reads it again when a file it listed was gone
+// when it read it: a writer's own cleanup, another reaper's retention or a
+// rename (migrateManifestPathsV2) removed it between the listing and the
+// read. The table changed; the next listing shows it as it is now. After
+// readAttempts tries the last error is returned.
+func again(ctx context.Context, read func() (*Table, error)) (*Table, error) {
+	var t *Table
+	var err error
+	for range readAttempts {
+		if t, err = read(); !errors.Is(err, objstore.ErrNotFound) || ctx.Err() != nil {
+			return t, err
+		}
+	}
+	return t, err
 }
 
 // readManaged walks the managed directories all at once and reads the
@@ -215,7 +239,7 @@ func (t *Table) readVersions(ctx context.Context, store objstore.Store, objs []o
 // were: a file written since is in no plan made from them. A table that no
 // longer reads is an *UnsupportedError, as from ReadTable.
 func (t *Table) Refresh(ctx context.Context, store objstore.Store) (*Table, error) {
-	nt, err := t.refresh(ctx, store)
+	nt, err := again(ctx, func() (*Table, error) { return t.refresh(ctx, store) })
 	var fe *formatError
 	if errors.As(err, &fe) {
 		return nil, &UnsupportedError{Dir: t.Dir, Reason: fe.msg}
@@ -237,14 +261,17 @@ func (t *Table) refresh(ctx context.Context, store objstore.Store) (*Table, erro
 	if err := checkManaged(VersionsDir, objs); err != nil {
 		return nil, err
 	}
-	nt := &Table{Dir: t.Dir, URI: t.URI, Objects: t.Objects, names: t.names}
+	nt := &Table{Dir: t.Dir, URI: t.URI, Objects: t.Objects, names: t.names, bases: &baseSet{}}
 	if err := nt.readVersions(ctx, store, objs, known); err != nil {
 		return nil, err
 	}
 	if err := nt.readRefs(ctx, store); err != nil {
 		return nil, err
 	}
-	return nt, nt.check()
+	if err := nt.check(); err != nil {
+		return nil, err
+	}
+	return nt, nt.basesRefused()
 }
 
 // RefreshRefs reads the table's tags and branches again (with each

@@ -2,6 +2,7 @@ package lance
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"math"
 	"os"
@@ -358,4 +359,43 @@ func TestGetCap(t *testing.T) {
 	require.Len(t, body, 100)
 	_, err = get(ctx, mem, "t.lance/_versions/2.manifest", 100)
 	require.ErrorIs(t, err, objstore.ErrNotFound)
+}
+
+// goneOnce answers "not found" to the first read of key, as a store does
+// when a writer's cleanup or a rename removed the manifest between the
+// listing and the read.
+type goneOnce struct {
+	objstore.Store
+	key  string
+	gone bool
+}
+
+func (g *goneOnce) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
+	if key == g.key && !g.gone {
+		g.gone = true
+		return nil, objstore.Object{}, fmt.Errorf("get %s: %w", key, objstore.ErrNotFound)
+	}
+	return g.Store.Get(ctx, key, limit)
+}
+
+// A manifest gone between the listing and its read (the table changed
+// while it was read) makes the reader list and read the table again, not
+// fail it: a plan made outside the lease reads tables other processes
+// clean.
+func TestReadTableReadsAgainAfterAManifestVanished(t *testing.T) {
+	root := copyFixture(t)
+	st, err := local.Open(root)
+	require.NoError(t, err)
+	ctx := context.Background()
+	tb, err := ReadTable(ctx, st, "t.lance/")
+	require.NoError(t, err)
+	g := &goneOnce{Store: st, key: "t.lance/" + tb.Versions[2].Key}
+	again, err := ReadTable(ctx, g, "t.lance/")
+	require.NoError(t, err)
+	require.True(t, g.gone, "the first read was refused")
+	require.Len(t, again.Versions, len(tb.Versions))
+	g.gone = false
+	again, err = again.Refresh(ctx, g)
+	require.NoError(t, err)
+	require.Len(t, again.Versions, len(tb.Versions))
 }

@@ -35,6 +35,12 @@ type RetainOptions struct {
 	// it, or when the table's retention record is not the one the plan
 	// saw, the run plans under the lease.
 	Plan *RetentionPlan
+	// Protected is what other tables of the root read of this one through
+	// base paths (shallow clones: retain_clones.go), kept whatever the
+	// policy; ProtectedRead says the caller read the root's other tables
+	// for it (nil then means none). Without it the run reads them itself.
+	Protected     *Protected
+	ProtectedRead bool
 	// MinTTL is the floor (safety.min_ttl) the policy is checked against
 	// at the store's clock (retention.Policy.CheckFloor): below it the run
 	// stops before its lease, ErrShortTTL, nothing deleted. 0: no floor
@@ -129,6 +135,13 @@ func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions
 	if err := ns.checkRetainFloor(ctx, name, opts); err != nil {
 		return res, err
 	}
+	if !opts.ProtectedRead {
+		p, err := ns.protectionOf(ctx, name)
+		if err != nil {
+			return res, fmt.Errorf("retain %q: %w", name, err)
+		}
+		opts.Protected, opts.ProtectedRead = p, true
+	}
 	// 2. The lease; steps 3 to 8 under it.
 	err := ns.underLease(ctx, "retain", name, &res.Lease, func(lctx context.Context, lease *lock.Lease) error {
 		var err error
@@ -188,8 +201,17 @@ func (ns *Namespace) checkLive(ctx context.Context, name string) error {
 // back relative to the table directory.
 func (ns *Namespace) planUnderLease(ctx context.Context, name string, opts RetainOptions, recETag string) (RetentionPlan, error) {
 	rp := RetentionPlan{}
-	if opts.Plan != nil && opts.Plan.table != nil && planSawRecord(opts.Plan, recETag) {
+	if opts.Plan != nil && planSawRecord(opts.Plan, recETag) {
 		rp = *opts.Plan
+		if rp.table == nil && rp.Result == RetentionPlanned {
+			// A plan kept without its table (a pass planned the whole
+			// root first): the table as it is now, to narrow it against.
+			t, err := lance.ReadTable(ctx, ns.store, TableDir(name))
+			if err != nil {
+				return rp, fmt.Errorf("retain %q: %w", name, err)
+			}
+			rp.table = t
+		}
 	} else {
 		now, err := ns.storeNow(ctx)
 		if err != nil {
@@ -197,6 +219,7 @@ func (ns *Namespace) planUnderLease(ctx context.Context, name string, opts Retai
 		}
 		rp = ns.planTable(ctx, name, opts.Policy, now, recETag != "")
 	}
+	rp.Protect(opts.Protected)
 	if rp.Result == RetentionUnsupported || rp.Result == RetentionFailed {
 		err := rp.err
 		if err == nil {

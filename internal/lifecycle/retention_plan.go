@@ -51,6 +51,13 @@ type RetentionPlan struct {
 	Record *RecordInfo
 	// Now is the store's clock the plan was judged at.
 	Now time.Time
+	// Bases, for a table refused for its base paths (a shallow clone), are
+	// what it reads of other locations (retain_clones.go).
+	Bases []lance.BaseRef
+	// KeptForOthers counts the files the plan keeps because other tables
+	// of the root (KeptFor, by name) read them through base paths.
+	KeptForOthers int
+	KeptFor       string
 	// table is the table as read for the plan: a run that executes the
 	// plan reads only what changed since (lance.Table.Refresh).
 	table *lance.Table
@@ -80,8 +87,8 @@ func (ns *Namespace) PlanRetention(ctx context.Context, p retention.Policy, name
 }
 
 // PlanRetentionEach is PlanRetention that also hands each table's plan to
-// each, if set, as soon as it is made (one call at a time, in the order the
-// plans complete): a long dry run's progress.
+// each, if set, once every table is planned (a shallow clone's reads are
+// known then), in the root's order.
 func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, each func(RetentionPlan), names ...string) ([]RetentionPlan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -107,7 +114,6 @@ func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, 
 		out = append(out, RetentionPlan{Name: s.Name, Record: recordSeen(s)})
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	sem := make(chan struct{}, DefaultRetentionReads)
 	for i := range out {
 		if out[i].Result != "" {
@@ -118,16 +124,21 @@ func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, 
 			defer func() { <-sem }()
 			out[i] = ns.planTable(ctx, out[i].Name, p, now, out[i].Record != nil)
 			out[i].Forget()
-			if each != nil && ctx.Err() == nil {
-				mu.Lock()
-				defer mu.Unlock()
-				each(out[i])
-			}
 		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	// What shallow clones of the root read of a table is kept: known once
+	// every table was read (retain_clones.go). Of named tables, only the
+	// named ones are read: name the clones too, or plan the whole root.
+	protected := ns.ProtectedBy(out)
+	for i := range out {
+		out[i].Protect(protected[out[i].Name])
+		if each != nil {
+			each(out[i])
+		}
 	}
 	return out, nil
 }
@@ -192,7 +203,7 @@ func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Pol
 	var ue *lance.UnsupportedError
 	switch {
 	case errors.As(err, &ue):
-		rp.Result, rp.Reason, rp.err = RetentionUnsupported, ue.Reason, err
+		rp.Result, rp.Reason, rp.err, rp.Bases = RetentionUnsupported, ue.Reason, err, ue.Bases
 		return rp
 	case err != nil:
 		rp.Result, rp.Reason, rp.err = RetentionFailed, err.Error(), err

@@ -102,12 +102,20 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		return
 	}
 	log = log.With("retention_cutoff", policy.Cutoff(rr.planNow).UTC().Format(time.RFC3339))
-	// limits.table_concurrency tables at a time, as purges go; each deletes
-	// with its own adaptive concurrency.
+	// Every live table is planned first: a shallow clone's reads of
+	// another table are known only once every table was read
+	// (lifecycle/retain_clones.go). Then each runs (a dry run: reports),
+	// its plan protected. limits.table_concurrency tables at a time in
+	// both, as purges go; each deletes with its own adaptive concurrency.
+	plans, planErrs, visited := p.planLive(ctx, ns, rr, live, policy)
+	var protected map[string]*lifecycle.Protected
+	if !p.retainNamed() {
+		protected = ns.ProtectedBy(plans[:visited])
+	}
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
 	var wg sync.WaitGroup
-	notVisited := 0
-	for i, t := range live {
+	notVisited := len(live) - visited
+	for i, t := range live[:visited] {
 		sem <- struct{}{}
 		if p.draining() || ctx.Err() != nil {
 			<-sem
@@ -118,7 +126,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.retained(rr, p.retainOne(ctx, ns, rr, t, policy, log.With("table", t.name)), log)
+			p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, policy, log.With("table", t.name)), log)
 		}()
 	}
 	wg.Wait()
@@ -130,6 +138,39 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		log.Warn("retention stopped: live tables not visited; the next pass covers them",
 			"tables", notVisited, "reason", stopReason(ctx, outcome.ReasonShutdown))
 	}
+}
+
+// retainNamed reports whether the pass names its tables: its plans then
+// do not cover the root, and each run reads the root's other tables for
+// their clones itself.
+func (p *pass) retainNamed() bool { return len(p.w.Tables) > 0 }
+
+// planLive plans the live tables, limits.table_concurrency at a time,
+// each from the pass's listing of the root at its clock; a plan keeps its
+// lists, not its table (a run reads the table again under its lease). It
+// returns the plans (and errors) by live's index and how many tables it
+// planned before a shutdown.
+func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, live []liveTable, policy retention.Policy) ([]lifecycle.RetentionPlan, []error, int) {
+	plans := make([]lifecycle.RetentionPlan, len(live))
+	errs := make([]error, len(live))
+	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
+	var wg sync.WaitGroup
+	visited := len(live)
+	for i, t := range live {
+		sem <- struct{}{}
+		if p.draining() || ctx.Err() != nil {
+			<-sem
+			visited = i
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			plans[i], errs[i] = ns.PlanTableRetention(ctx, policy, t.name, rr.planNow, t.record)
+			plans[i].Forget()
+		})
+	}
+	wg.Wait()
+	return plans, errs, visited
 }
 
 // decideUnretainable reports the named tables of a retention pass that are
@@ -167,10 +208,11 @@ func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
 	logRetained(log, d)
 }
 
-// retainOne plans one live table, then cleans it (a dry run: reports the
-// plan). A table the plan finds nothing to do in costs its reading: no
-// lease is taken.
-func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, lt liveTable, policy retention.Policy, log *slog.Logger) Retained {
+// retainOne runs one live table's plan (a dry run: reports it), protected
+// for the root's other tables. A table the plan finds nothing to do in
+// costs its reading: no lease is taken.
+func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, lt liveTable, pl *lifecycle.RetentionPlan, planErr error,
+	protected map[string]*lifecycle.Protected, policy retention.Policy, log *slog.Logger) Retained {
 	root, name := rr.Root, lt.name
 	ctx, span := p.tracer.Start(ctx, "reaper.retain_table")
 	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
@@ -190,20 +232,20 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		d.Detail = "version retention: the pass's object budget (limits.max_objects_per_pass) is spent; the next pass cleans it"
 		return d
 	}
-	pl, err := ns.PlanTableRetention(ctx, policy, name, rr.planNow, lt.record)
-	if err == nil && p.w.OnRetentionPlan != nil {
-		shown := pl
-		shown.Forget()
-		p.w.OnRetentionPlan(root, shown)
+	if planErr == nil {
+		pl.Protect(protected[name])
+		if p.w.OnRetentionPlan != nil {
+			p.w.OnRetentionPlan(root, *pl)
+		}
 	}
-	if done := p.judgePlan(ctx, &d, pl, err); done {
+	if done := p.judgePlan(ctx, &d, *pl, planErr); done {
 		return d
 	}
 	if p.rep.DryRun {
 		p.budget.spend(d.Objects)
 		return d
 	}
-	p.runPlan(ctx, ns, rr, &d, &pl, policy, log)
+	p.runPlan(ctx, ns, rr, &d, pl, protected, policy, log)
 	p.budget.spend(d.Objects)
 	return d
 }
@@ -243,17 +285,31 @@ func (p *pass) judgePlan(ctx context.Context, d *Retained, pl lifecycle.Retentio
 		d.Detail += fmt.Sprintf("; a record left by an interrupted run (%s, %d versions, %d files): %d of its files still true, the rest dropped",
 			r.Owner, r.Versions, r.Files, r.StillTrue)
 	}
+	d.Detail += keptForOthers(pl)
 	return false
 }
 
+// keptForOthers says what a plan keeps for the root's shallow clones.
+func keptForOthers(pl lifecycle.RetentionPlan) string {
+	if pl.KeptForOthers == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; kept %d files %s reads through a base path (a shallow clone)", pl.KeptForOthers, pl.KeptFor)
+}
+
 // runPlan executes a table's plan under its lease and records what it did.
-func (p *pass) runPlan(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, d *Retained, pl *lifecycle.RetentionPlan, policy retention.Policy, log *slog.Logger) {
+func (p *pass) runPlan(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, d *Retained, pl *lifecycle.RetentionPlan,
+	protected map[string]*lifecycle.Protected, policy retention.Policy, log *slog.Logger) {
 	root, name := rr.Root, d.Table
 	tp := p.newTableProgress(root, name, d.Started, log, "retention progress")
 	tp.pr.Retention = true
 	deleting := false
 	res, err := ns.Retain(ctx, name, lifecycle.RetainOptions{
 		Policy: policy, Plan: pl, MinTTL: p.w.retentionFloor(),
+		// A pass over the whole root read every table: what its clones
+		// read of this one is known; a pass of named tables leaves the run
+		// to read the others.
+		Protected: protected[name], ProtectedRead: !p.retainNamed(),
 		DeleteConcurrency: p.w.Config.Limits.DeleteConcurrency, MaxDeleteConcurrency: p.w.Config.Limits.MaxDeleteConcurrency,
 		Progress: tp.deleted,
 		// No destruction without an audit record, as for a purge.
@@ -277,6 +333,9 @@ func (p *pass) runPlan(ctx context.Context, ns *lifecycle.Namespace, rr *RootRep
 	d.Action, d.Reason, d.Detail = classifyRetain(res, err)
 	if len(res.Warnings) > 0 {
 		d.Detail += "; " + strings.Join(res.Warnings, "; ")
+	}
+	if err == nil {
+		d.Detail += keptForOthers(*pl)
 	}
 	if d.Reason == outcome.ReasonShutdown {
 		d.Reason = stopReason(ctx, d.Reason)

@@ -218,9 +218,10 @@ func TestPassRetentionConcurrencyAndDrain(t *testing.T) {
 	}
 	cfg.Limits.TableConcurrency = 1
 	calls := 0
-	// The pass asks once before the root and once before each table:
-	// draining from the third question on lets table a alone start.
-	draining := func() bool { calls++; return calls > 2 }
+	// The pass asks once before the root, once before planning each of
+	// the three tables, then once before running each: draining from the
+	// sixth question on lets table a alone start.
+	draining := func() bool { calls++; return calls > 5 }
 	rep, err = g.worker(cfg, 2*time.Hour).Pass(context.Background(), draining)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"a": "cleaned/old_versions"}, retained(rep, 0))

@@ -1,0 +1,129 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/nodetest"
+)
+
+// cloneVersions is verify's answer: every version of each table and the
+// rows it reads.
+type cloneVersions struct {
+	Tables map[string][]struct {
+		Version int    `json:"version"`
+		Rows    int    `json:"rows"`
+		Error   string `json:"error"`
+	} `json:"tables"`
+}
+
+// A shallow clone (LanceDB's cloneTable, its default) of an old version of
+// a table reads the source's files through a base path. Version retention
+// of the source keeps every file the clone reads (Lance's own cleanup
+// deletes them and the clone's versions no longer read), says so in its
+// plan, and never touches the clone (unsupported: its files are not its
+// own): a pass (reaper retain) from what it read of every table, a run of
+// the source alone (Namespace.Retain) by reading the root's other tables.
+func TestRetentionKeepsWhatAShallowCloneReads(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    func(t *testing.T) backend
+	}{
+		{"local", func(t *testing.T) backend { return newLocal(t) }},
+		{"s3", func(t *testing.T) backend { return newS3(t) }},
+	} {
+		t.Run(tc.name+"/go", func(t *testing.T) {
+			node := requireNode(t)
+			b := tc.b(t)
+			for k, v := range b.lanceOptions() {
+				t.Setenv(strings.ToUpper(k), v)
+			}
+			p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
+			req := map[string]any{"cmd": "setup", "uri": b.uri(), "storageOptions": b.lanceOptions(),
+				"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
+			require.NoError(t, p.Call("setup", req, &struct{}{}))
+			var before, after cloneVersions
+			req["cmd"] = "verify"
+			require.NoError(t, p.Call("verify", req, &before))
+			ns, err := reaper.Open(context.Background(), b.uri(), reaper.Options{StorageOptions: b.lanceOptions()})
+			require.NoError(t, err)
+			res, err := ns.Retain(context.Background(), "src", reaper.RetainOptions{AllowShortTTL: true,
+				Policy: reaper.RetentionPolicy{Before: time.Now().Add(time.Minute)}})
+			require.NoError(t, err)
+			require.Equal(t, reaper.RetainCleaned, res.Outcome)
+			require.NoError(t, p.Call("verify", req, &after))
+			require.Len(t, after.Tables["src"], 1)
+			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+		})
+		t.Run(tc.name+"/cli", func(t *testing.T) {
+			node := requireNode(t)
+			b := tc.b(t)
+			for k, v := range b.lanceOptions() {
+				// cloneTable opens the source without the connection's
+				// storage options (as the client opens namespaced tables):
+				// the AWS_* environment reaches it.
+				t.Setenv(strings.ToUpper(k), v)
+			}
+			p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
+			req := map[string]any{"uri": b.uri(), "storageOptions": b.lanceOptions(),
+				"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
+			var setup struct {
+				Src  int `json:"src_versions"`
+				Copy int `json:"copy_versions"`
+			}
+			req["cmd"] = "setup"
+			require.NoError(t, p.Call("setup", req, &setup))
+			require.Greater(t, setup.Src, 3)
+			verify := func() cloneVersions {
+				var v cloneVersions
+				req["cmd"] = "verify"
+				require.NoError(t, p.Call("verify", req, &v))
+				return v
+			}
+			before := verify()
+			for _, v := range before.Tables["copy"] {
+				require.Empty(t, v.Error, "the clone reads before retention")
+			}
+
+			c := cli{bin: reaperBin(t), b: b}
+			cutoff := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
+			out, code := c.run(t, "retain", "--before", cutoff, "--allow-short-ttl", "--dry-run", "-o", "json")
+			require.Equal(t, 0, code, out)
+			var plan struct {
+				Tables []struct {
+					Name          string `json:"name"`
+					Result        string `json:"result"`
+					KeptForOthers int    `json:"kept_for_others"`
+					KeptFor       string `json:"kept_for"`
+				} `json:"tables"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &plan))
+			results := map[string]string{}
+			for _, tb := range plan.Tables {
+				results[tb.Name] = tb.Result
+				if tb.Name == "src" {
+					require.Positive(t, tb.KeptForOthers, "the plan says what it keeps for the clone")
+					require.Equal(t, "copy", tb.KeptFor)
+				}
+			}
+			require.Equal(t, map[string]string{"src": "planned", "copy": "unsupported"}, results)
+			out, code = c.run(t, "retain", "--before", cutoff, "--allow-short-ttl", "-o", "json")
+			require.Equal(t, 0, code, out)
+			require.NoError(t, json.Unmarshal([]byte(out), &plan))
+			for _, tb := range plan.Tables {
+				results[tb.Name] = tb.Result
+			}
+			require.Equal(t, map[string]string{"src": "cleaned", "copy": "unsupported"}, results)
+
+			after := verify()
+			require.Len(t, after.Tables["src"], 1, "the source keeps its newest version")
+			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+		})
+	}
+}
