@@ -140,6 +140,8 @@ func TestCompute(t *testing.T) {
 			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123, []string{"_indices/i0/index.idx"})},
 		{"a manifest being written is unverified", withObject(table(), "_versions/.tmp_6.manifest_x", at(1)), Policy{Before: at(3.5), DeleteUnverified: true}, now,
 			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123, []string{"_versions/.tmp_6.manifest_x"})},
+		{"so is a file in a _versions/.tmp directory (Lance: cleanup_preserves_unmanaged_dirs_and_files)", withObject(table(), "_versions/.tmp/orphan", at(1)), Policy{Before: at(3.5), DeleteUnverified: true}, now,
+			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123, []string{"_versions/.tmp/orphan"})},
 		{"files of unknown kinds stay", withObject(withObject(table(), "data/x.blob", at(1)), "_deletions/notes.txt", at(1)), Policy{Before: at(3.5), DeleteUnverified: true}, now,
 			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123)},
 	} {
