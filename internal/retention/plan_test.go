@@ -69,6 +69,20 @@ func withObject(tb *lance.Table, key string, modified time.Time) *lance.Table {
 	return tb
 }
 
+// withBranch adds branch dev, rooted at version 2, whose one version
+// references main's b.lance and index i1 through a base path naming the
+// table, and a data file of its own.
+func withBranch(tb *lance.Table) *lance.Table {
+	bv := ver(3, nil, nil)
+	bv.Key = "tree/dev/_versions/" + lance.ManifestName(lance.SchemeV2, 3)
+	bv.Branch = "dev"
+	bv.BasePaths = []lance.BasePath{{ID: 0, IsDatasetRoot: true, Path: "file:///r/t.lance/"}}
+	bv.Fragments = []lance.Fragment{{Files: []lance.DataFile{{Path: "b.lance", HasBase: true}, {Path: "own.lance"}}}}
+	bv.Indices = []lance.Index{{UUID: "i1", HasBase: true}}
+	tb.Branches = []lance.Branch{{Name: "dev", RootVersion: 2, ParentVersion: 2, Versions: []lance.Version{bv}}}
+	return tb
+}
+
 // manifests are the manifest keys of versions ns.
 func manifests(ns ...uint64) []string {
 	var out []string
@@ -190,14 +204,7 @@ func TestComputeKeeps(t *testing.T) {
 		require.NotContains(t, keys(p), "_versions/d9.manifest")
 	})
 	t.Run("a branch keeps main's files it references and its root manifest", func(t *testing.T) {
-		tb := table()
-		bv := ver(3, nil, nil)
-		bv.Key = "tree/dev/_versions/" + lance.ManifestName(lance.SchemeV2, 3)
-		bv.Branch = "dev"
-		bv.BasePaths = []lance.BasePath{{ID: 0, IsDatasetRoot: true, Path: "file:///r/t.lance/"}}
-		bv.Fragments = []lance.Fragment{{Files: []lance.DataFile{{Path: "b.lance", HasBase: true}, {Path: "own.lance"}}}}
-		bv.Indices = []lance.Index{{UUID: "i1", HasBase: true}}
-		tb.Branches = []lance.Branch{{Name: "dev", RootVersion: 2, ParentVersion: 2, Versions: []lance.Version{bv}}}
+		tb := withBranch(table())
 		p, err := Compute(tb, Policy{Before: at(3.5)}, now)
 		require.NoError(t, err)
 		require.Equal(t, []uint64{1, 3}, p.Removed)

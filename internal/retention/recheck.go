@@ -20,8 +20,10 @@ import (
 // main and not a branch's root; a file is still deleted only if no version
 // left standing (every version of main not removed, the detached ones, and
 // every branch's manifests through base paths naming this table) references
-// it, and a manifest only if its version is still removed. Nothing is
-// added: what the table allows that the plan did not say stays.
+// it, and a manifest only if its version is still removed. A root the plan
+// kept for its branches stands for its manifest alone, as in the plan
+// (branchRootsOnly). Nothing is added: what the table allows that the plan
+// did not say stays.
 func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []string) {
 	drop := map[uint64]bool{}
 	if len(t.Versions) > 0 {
@@ -43,14 +45,17 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 			removing[n] = true
 		}
 	}
+	rootOnly := branchRootsOnly(t, removed)
 	standing := newRefs()
 	manifests := map[string]bool{} // manifests of versions left standing
 	for _, v := range t.Versions {
 		if removing[v.Number] {
 			continue
 		}
-		standing.add(v.Refs())
 		manifests[v.Key] = true
+		if !rootOnly[v.Number] {
+			standing.add(v.Refs())
+		}
 	}
 	for _, v := range t.Detached {
 		standing.add(v.Refs())
@@ -82,4 +87,46 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 	}
 	slices.Sort(keepRemoved)
 	return keepRemoved, keepFiles
+}
+
+// branchRootsOnly are the versions that stand only as a branch's root, as
+// Compute keeps them (keepBranchFiles, Lance's retain_branch_lineage_files):
+// their manifest stands, their files only as a branch references them (the
+// branches' references are standing anyway), so the files of such a root
+// the plan deletes (in practice its transaction file) are still deleted
+// and the run deletes what its dry run listed. A root is one only when the
+// plan did not remove it, it is not the newest, no tag of main names it,
+// and every branch rooted there has versions, one referencing main's files:
+// a root the plan removed, or a branch not yet fully written, keeps every
+// file of its root, as before.
+func branchRootsOnly(t *lance.Table, removed []uint64) map[uint64]bool {
+	held := map[uint64]bool{}
+	for _, b := range t.Branches {
+		refs := false
+		for _, v := range b.Versions {
+			keys, indices := t.MainRefs(v)
+			refs = refs || len(keys)+len(indices) > 0
+		}
+		if ok, seen := held[b.RootVersion]; !seen || ok {
+			held[b.RootVersion] = refs
+		}
+	}
+	if len(t.Versions) > 0 {
+		delete(held, t.Latest().Number)
+	}
+	for _, tg := range t.Tags {
+		if tg.Branch == "" {
+			delete(held, tg.Version)
+		}
+	}
+	for _, n := range removed {
+		delete(held, n)
+	}
+	out := map[uint64]bool{}
+	for n, ok := range held {
+		if ok {
+			out[n] = true
+		}
+	}
+	return out
 }

@@ -28,6 +28,29 @@ func TestRecheckUnchanged(t *testing.T) {
 	require.Equal(t, planKeys(p), files)
 }
 
+// A branch's root version that the policy removes is kept for its manifest
+// alone (and what the branch references): read again unchanged, the table
+// allows the files of that version the plan deletes, its transaction file
+// among them, so the run deletes what its dry run listed.
+func TestRecheckKeepsABranchRootsManifestOnly(t *testing.T) {
+	tb := withBranch(table())
+	p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, p.Kept, Kept{Version: 2, Why: "root of branch dev"})
+	require.Contains(t, planKeys(p), "_transactions/1-t2.txn", "as Lance does, the root's transaction file goes")
+	removed, files := Recheck(tb, p.Removed, planKeys(p))
+	require.Equal(t, p.Removed, removed)
+	require.Equal(t, planKeys(p), files)
+
+	// A second branch rooted there whose manifests are not written yet (a
+	// branch being created) keeps every file of the root, as before.
+	tb.Branches = append(tb.Branches, lance.Branch{Name: "new", RootVersion: 2})
+	removed, files = Recheck(tb, p.Removed, planKeys(p))
+	require.Equal(t, p.Removed, removed)
+	require.NotContains(t, files, "_transactions/1-t2.txn")
+	require.NotContains(t, files, "data/a.lance")
+}
+
 // What a writer did between the plan and the deletes narrows the plan and
 // never widens it.
 func TestRecheckNarrows(t *testing.T) {
