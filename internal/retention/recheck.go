@@ -96,20 +96,24 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 // the plan deletes (in practice its transaction file) are still deleted
 // and the run deletes what its dry run listed. A root is one only when the
 // plan did not remove it, it is not the newest, no tag of main names it,
-// and every branch rooted there has versions, one referencing main's files:
-// a root the plan removed, or a branch not yet fully written, keeps every
-// file of its root, as before.
+// and a branch rooted there references main's files (as in Compute) while
+// none rooted there is without manifests: a root the plan removed, or one
+// of a branch not yet written, keeps every file of its root, as before.
 func branchRootsOnly(t *lance.Table, removed []uint64) map[uint64]bool {
-	held := map[uint64]bool{}
+	held, unwritten := map[uint64]bool{}, map[uint64]bool{}
 	for _, b := range t.Branches {
-		refs := false
+		if len(b.Versions) == 0 {
+			unwritten[b.RootVersion] = true
+		}
 		for _, v := range b.Versions {
-			keys, indices := t.MainRefs(v)
-			refs = refs || len(keys)+len(indices) > 0
+			if keys, indices := t.MainRefs(v); len(keys)+len(indices) > 0 {
+				held[b.RootVersion] = true
+				break
+			}
 		}
-		if ok, seen := held[b.RootVersion]; !seen || ok {
-			held[b.RootVersion] = refs
-		}
+	}
+	for n := range unwritten {
+		delete(held, n)
 	}
 	if len(t.Versions) > 0 {
 		delete(held, t.Latest().Number)
@@ -122,11 +126,5 @@ func branchRootsOnly(t *lance.Table, removed []uint64) map[uint64]bool {
 	for _, n := range removed {
 		delete(held, n)
 	}
-	out := map[uint64]bool{}
-	for n, ok := range held {
-		if ok {
-			out[n] = true
-		}
-	}
-	return out
+	return held
 }

@@ -42,8 +42,18 @@ func TestRecheckKeepsABranchRootsManifestOnly(t *testing.T) {
 	require.Equal(t, p.Removed, removed)
 	require.Equal(t, planKeys(p), files)
 
-	// A second branch rooted there whose manifests are not written yet (a
-	// branch being created) keeps every file of the root, as before.
+	// Another branch rooted there that references none of main's files (a
+	// branch of the branch: it names the branch's files) changes nothing.
+	nested := tb.Branches[0]
+	nested.Name, nested.ParentBranch = "dev/nested", "dev"
+	nested.Versions = []lance.Version{ver(4, nil, nil)}
+	tb.Branches = append(tb.Branches, nested)
+	removed, files = Recheck(tb, p.Removed, planKeys(p))
+	require.Equal(t, p.Removed, removed)
+	require.Equal(t, planKeys(p), files)
+
+	// A branch rooted there whose manifests are not written yet (a branch
+	// being created) keeps every file of the root, as before.
 	tb.Branches = append(tb.Branches, lance.Branch{Name: "new", RootVersion: 2})
 	removed, files = Recheck(tb, p.Removed, planKeys(p))
 	require.Equal(t, p.Removed, removed)
