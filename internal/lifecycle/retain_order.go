@@ -444,6 +444,7 @@ func (ns *Namespace) pruneIndexDirs(ctx context.Context, g *retainGuard, name st
 	if err := g.check(ctx); err != nil {
 		return err
 	}
+	removedDirs := 0
 	for _, prefix := range empty {
 		err := ns.store.PruneEmpty(ctx, prefix)
 		switch {
@@ -451,8 +452,10 @@ func (ns *Namespace) pruneIndexDirs(ctx context.Context, g *retainGuard, name st
 			ns.log.InfoContext(ctx, "an empty index directory got an object meanwhile; kept", "table", name, "dir", prefix)
 		case err != nil:
 			return fmt.Errorf("retain %q: remove the empty directory %s: %w", name, prefix, err)
+		default:
+			removedDirs++
 		}
 	}
-	ns.log.InfoContext(ctx, "removed empty index directories (delete_unverified)", "table", name, "dirs", len(empty))
+	ns.log.InfoContext(ctx, "removed empty index directories (delete_unverified)", "table", name, "dirs", removedDirs)
 	return nil
 }
