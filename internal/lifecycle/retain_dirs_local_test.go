@@ -98,4 +98,35 @@ func TestRetainDirectoriesAsLance(t *testing.T) {
 		require.NoDirExists(t, filepath.Join(dir, "_indices", "fresh"))
 		requireLinkIntact(t, dir, outside)
 	})
+
+	t.Run("a directory written into after it was found empty is kept", func(t *testing.T) {
+		root := t.TempDir()
+		ls, err := local.Open(root)
+		require.NoError(t, err)
+		w := newWorld(t, objstoretest.NewClockStore(ls))
+		p := w.proc("retainer", 0)
+		putLanceFixture(t, w.store, "t")
+		dir := filepath.Join(root, TableDir("t"))
+		for _, d := range []string{"stale", "stale2"} {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, lance.IndicesDir, d), 0o755))
+		}
+		policy := fixturePolicy(t, w.store, "t")
+		policy.DeleteUnverified = true
+		// stale/ was walked and found empty; an index build writes into it
+		// while stale2/ is walked, before the run removes either.
+		frozen := p.pause.PauseBefore(objstoretest.OpWalkStart, TableDir("t")+lance.IndicesDir+"stale2/", 0)
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.ns.Retain(ctx, "t", RetainOptions{Policy: policy})
+			done <- err
+		}()
+		<-frozen.Reached()
+		late := TableDir("t") + lance.IndicesDir + "stale/index.idx"
+		_, err = w.store.Put(ctx, late, []byte("an index being built"))
+		require.NoError(t, err)
+		frozen.Release()
+		require.NoError(t, <-done, "not a failure of the run")
+		require.FileExists(t, filepath.Join(root, late))
+		require.NoDirExists(t, filepath.Join(dir, lance.IndicesDir, "stale2"))
+	})
 }
