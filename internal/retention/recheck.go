@@ -45,7 +45,7 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 			removing[n] = true
 		}
 	}
-	rootOnly := branchRootsOnly(t, removed)
+	rootOnly := branchRootsOnly(t, removed, files)
 	standing := newRefs()
 	manifests := map[string]bool{} // manifests of versions left standing
 	for _, v := range t.Versions {
@@ -94,12 +94,17 @@ func Recheck(t *lance.Table, removed []uint64, files []string) ([]uint64, []stri
 // their manifest stands, their files only as a branch references them (the
 // branches' references are standing anyway), so the files of such a root
 // the plan deletes (in practice its transaction file) are still deleted
-// and the run deletes what its dry run listed. A root is one only when the
-// plan did not remove it, it is not the newest, no tag of main names it,
-// and a branch rooted there references main's files (as in Compute) while
-// none rooted there is without manifests: a root the plan removed, or one
-// of a branch not yet written, keeps every file of its root, as before.
-func branchRootsOnly(t *lance.Table, removed []uint64) map[uint64]bool {
+// and the run deletes what its dry run listed. A root is one only when it
+// is not the newest, no tag of main names it, the plan did not remove it,
+// a branch rooted there references main's files (as in Compute) while none
+// rooted there is without manifests, its manifest was listed when the
+// table was read (so it is no version committed since the plan, such as a
+// restore re-referencing files the plan deletes), and the plan took it for
+// removed: its transaction file is planned, or already gone (deleted by an
+// earlier run, as only such a root loses it while its manifest stays); a
+// version the policy keeps has neither. Any other root keeps every file it
+// references, as before.
+func branchRootsOnly(t *lance.Table, removed []uint64, files []string) map[uint64]bool {
 	held, unwritten := map[uint64]bool{}, map[uint64]bool{}
 	for _, b := range t.Branches {
 		if len(b.Versions) == 0 {
@@ -111,6 +116,9 @@ func branchRootsOnly(t *lance.Table, removed []uint64) map[uint64]bool {
 				break
 			}
 		}
+	}
+	if len(held) == 0 {
+		return held
 	}
 	for n := range unwritten {
 		delete(held, n)
@@ -126,5 +134,22 @@ func branchRootsOnly(t *lance.Table, removed []uint64) map[uint64]bool {
 	for _, n := range removed {
 		delete(held, n)
 	}
-	return held
+	planned := make(map[string]bool, len(files))
+	for _, k := range files {
+		planned[k] = true
+	}
+	listed := make(map[string]bool, len(t.Objects))
+	for _, o := range t.Objects {
+		listed[o.Key] = true
+	}
+	out := map[uint64]bool{}
+	for _, v := range t.Versions {
+		if !held[v.Number] || !listed[v.Key] || v.TransactionFile == "" {
+			continue
+		}
+		if txn := lance.TransactionsDir + v.TransactionFile; planned[txn] || !listed[txn] {
+			out[v.Number] = true
+		}
+	}
+	return out
 }

@@ -1,11 +1,13 @@
 package retention
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // planKeys are the keys of a plan's files.
@@ -51,6 +53,43 @@ func TestRecheckKeepsABranchRootsManifestOnly(t *testing.T) {
 	removed, files = Recheck(tb, p.Removed, planKeys(p))
 	require.Equal(t, p.Removed, removed)
 	require.Equal(t, planKeys(p), files)
+
+	// A root the plan did not take for removed (kept by the policy, or
+	// committed since: its transaction file is not planned) keeps every
+	// file it references, its branch notwithstanding, also one a record
+	// made earlier names (data/a.lance, before a restore referenced it).
+	p4, err := Compute(withBranch(table()), Policy{Before: at(1.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, p4.Kept, Kept{Version: 2, Why: "newer than the cutoff"})
+	require.NotContains(t, planKeys(p4), "_transactions/1-t2.txn")
+	_, files = Recheck(withBranch(table()), p4.Removed, append(planKeys(p4), "data/a.lance"))
+	require.NotContains(t, files, "data/a.lance", "version 2 references it")
+
+	// A later plan, once a run deleted the root's transaction file: the
+	// root still stands for its manifest alone (the plan deletes what the
+	// branch does not reference of it).
+	gone := withBranch(table())
+	gone.Objects = slices.DeleteFunc(gone.Objects, func(o objstore.Object) bool { return o.Key == "_transactions/1-t2.txn" })
+	p5, err := Compute(gone, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, planKeys(p5), "data/a.lance")
+	removed, files = Recheck(gone, p5.Removed, planKeys(p5))
+	require.Equal(t, p5.Removed, removed)
+	require.Equal(t, planKeys(p5), files)
+
+	// A version committed since the plan (a restore of version 2) that a
+	// branch is rooted at, no longer the newest: it keeps every file it
+	// references.
+	late := withBranch(table())
+	p6, err := Compute(late, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, planKeys(p6), "data/a.lance")
+	late.Versions = append(late.Versions, ver(6, []string{"a.lance", "b.lance"}, nil), ver(7, []string{"d.lance"}, nil))
+	lateBranch := late.Branches[0]
+	lateBranch.Name, lateBranch.RootVersion = "late", 6
+	late.Branches = append(late.Branches, lateBranch)
+	_, files = Recheck(late, p6.Removed, planKeys(p6))
+	require.NotContains(t, files, "data/a.lance", "version 6 references it")
 
 	// A branch rooted there whose manifests are not written yet (a branch
 	// being created) keeps every file of the root, as before.
