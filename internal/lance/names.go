@@ -38,6 +38,11 @@ const (
 // version.
 const versionHintName = "latest_version_hint.json"
 
+// tempPrefix starts the name, relative to _versions/, of everything Lance's
+// cleanup takes for a temporary manifest: a file .tmp*, or any file in a
+// directory .tmp* (Lance matches the path prefix "_versions/.tmp").
+const tempPrefix = ".tmp"
+
 // v2NameLen is the length of a V2 manifest name: 20 digits, ".manifest".
 const v2NameLen = 20 + 1 + len(extManifest)
 
@@ -80,7 +85,7 @@ func versionName(name string) (nameKind, uint64, Scheme) {
 	switch {
 	case name == versionHintName:
 		return nameHint, 0, 0
-	case strings.HasPrefix(name, ".tmp"):
+	case strings.HasPrefix(name, tempPrefix):
 		return nameTemp, 0, 0
 	case stagedUpload(name):
 		return nameTemp, 0, 0

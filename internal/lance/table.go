@@ -184,7 +184,11 @@ func walk(ctx context.Context, store objstore.Store, dir, sub string) ([]objstor
 }
 
 // checkManaged refuses what a managed directory must not hold for the
-// reader to account for every file from manifests alone.
+// reader to account for every file from manifests alone. A subdirectory of
+// _versions/ is refused unless its name starts with ".tmp": Lance's cleanup
+// treats every file whose path starts with "_versions/.tmp" as a temporary
+// manifest (its test cleanup_preserves_unmanaged_dirs_and_files deletes
+// _versions/.tmp/orphan), so the reader lists them as such.
 func checkManaged(sub string, objs []objstore.Object) error {
 	for _, o := range objs {
 		rest := strings.TrimPrefix(o.Key, sub)
@@ -193,7 +197,7 @@ func checkManaged(sub string, objs []objstore.Object) error {
 			return unsupportedf("managed blob file %s: blobs are referenced from column values, not from manifests", o.Key)
 		case sub == DataDir && strings.Contains(rest, "/"):
 			return unsupportedf("%s is in a subdirectory of %s (a blob sidecar?): not referenced from manifests", o.Key, DataDir)
-		case sub == VersionsDir && strings.Contains(rest, "/"):
+		case sub == VersionsDir && strings.Contains(rest, "/") && !strings.HasPrefix(rest, tempPrefix):
 			return unsupportedf("%s: %s holds a subdirectory", o.Key, VersionsDir)
 		}
 	}

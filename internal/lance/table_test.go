@@ -2,8 +2,8 @@ package lance
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -239,6 +239,9 @@ func TestRefusals(t *testing.T) {
 		{"blob sidecar in data", func(t *testing.T, root string) {
 			writeFile(t, filepath.Join(root, "t.lance", "data", "abc", "0.blob"), "b")
 		}, "", "data/abc/0.blob is in a subdirectory"},
+		{"a subdirectory of _versions that is not .tmp*", func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "t.lance", "_versions", "old", "1.manifest"), "x")
+		}, "", "_versions/old/1.manifest: _versions/ holds a subdirectory"},
 		{"unknown name in _versions", func(t *testing.T, root string) {
 			writeFile(t, filepath.Join(root, "t.lance", "_versions", "6.manifest.bak"), "x")
 		}, "", "_versions/6.manifest.bak: not a manifest name"},
@@ -299,6 +302,11 @@ func TestTolerated(t *testing.T) {
 	dir := filepath.Join(root, "t.lance")
 	writeFile(t, filepath.Join(dir, "_versions", ".tmp_7.manifest_9c100374-3298-4537-afc6-f5ee7913666d"), "partial")
 	writeFile(t, filepath.Join(dir, "_versions", ManifestName(SchemeV2, 7)+"-9c100374-3298-4537-afc6-f5ee7913666d"), "staged")
+	// Lance's cleanup deletes everything under _versions/.tmp* as a
+	// temporary manifest, in a directory too (cleanup.rs,
+	// cleanup_preserves_unmanaged_dirs_and_files).
+	writeFile(t, filepath.Join(dir, "_versions", ".tmp", "orphan"), "tmp")
+	writeFile(t, filepath.Join(dir, "_versions", ".tmp_x", "a", "b"), "tmp")
 	writeFile(t, filepath.Join(dir, "_refs", "tags", "notes.txt"), "not a tag")
 	body, err := os.ReadFile(filepath.Join(dir, "_versions", ManifestName(SchemeV2, 4)))
 	require.NoError(t, err)
@@ -308,6 +316,14 @@ func TestTolerated(t *testing.T) {
 	require.Len(t, tb.Versions, 6)
 	require.Len(t, tb.Detached, 1, "a detached version is read (its files are kept)")
 	require.Len(t, tb.Tags, 1)
+	var temps []string
+	for _, o := range tb.Objects {
+		if strings.HasPrefix(o.Key, "_versions/.tmp") {
+			temps = append(temps, o.Key)
+		}
+	}
+	require.ElementsMatch(t, []string{"_versions/.tmp/orphan", "_versions/.tmp_x/a/b",
+		"_versions/.tmp_7.manifest_9c100374-3298-4537-afc6-f5ee7913666d"}, temps, "listed, for the plan to judge as unverified")
 }
 
 func TestVersionName(t *testing.T) {

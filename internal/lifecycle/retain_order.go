@@ -114,7 +114,10 @@ type RetainResult struct {
 //     under any key, now stands with every file it references; then the
 //     versions' rows in an external commit store (s3+ddb://,
 //     retain_rows.go), never the newest version's, then the files in
-//     batches, the guard before each;
+//     batches, the guard before each; on a local disk the emptied
+//     directories below _indices/ go with them, and with DeleteUnverified
+//     every other empty one no standing version's index names
+//     (pruneIndexDirs), as Lance's cleanup leaves the directories;
 //  8. guard, then delete the record.
 func (ns *Namespace) Retain(ctx context.Context, name string, opts RetainOptions) (RetainResult, error) {
 	res := RetainResult{Name: name}
@@ -271,6 +274,9 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	}
 	if len(rp.Plan.Files) == 0 && len(rp.Plan.Removed) == 0 {
 		res.Outcome = RetainNothingToDo
+		if err := ns.pruneWhenIdle(ctx, g, name, opts, rp.table); err != nil {
+			return res, err
+		}
 		if robj.ETag == "" {
 			return res, nil
 		}
@@ -323,6 +329,9 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 		ns.log.WarnContext(ctx, "version retention: "+w, "table", name)
 	}
 	if err := d.delete(ctx, filesOf(*rec), nil); err != nil {
+		return res, err
+	}
+	if err := ns.pruneIndexDirs(ctx, g, name, opts, t, recordedVersions(rec.Versions), rec.keys()); err != nil {
 		return res, err
 	}
 	// 8. The record last.
@@ -480,7 +489,11 @@ func (d *retainDeleter) delete(ctx context.Context, files []recordFile, before f
 	}
 	durable := objstore.NewSyncBatch()
 	defer func() { _ = durable.Flush() }()
-	bd := newBatchDeleter(objstore.WithSyncBatch(ctx, durable), d.ns.store, d.g, d.name, PurgeOptions{
+	// On a local disk a delete removes the directories it emptied: only
+	// those below _indices/, as Lance's cleanup (never _indices/ itself,
+	// _deletions/ or another directory a writer may be about to write in).
+	ctx = objstore.WithPruneWithin(objstore.WithSyncBatch(ctx, durable), TableDir(d.name)+lance.IndicesDir)
+	bd := newBatchDeleter(ctx, d.ns.store, d.g, d.name, PurgeOptions{
 		DeleteConcurrency: d.opts.DeleteConcurrency, MaxDeleteConcurrency: d.opts.MaxDeleteConcurrency,
 		Progress: func(objects, bytes int64) {
 			if d.opts.Progress != nil {
@@ -553,4 +566,104 @@ func (g *retainGuard) check(ctx context.Context) error {
 		})
 	}
 	return g.ns.guardReads(ctx, "retain", g.name, g.lease, reads...)
+}
+
+// pruneWhenIdle is pruneIndexDirs for a run with nothing else to do: the
+// table read now when the plan kept none.
+func (ns *Namespace) pruneWhenIdle(ctx context.Context, g *retainGuard, name string, opts RetainOptions, t *lance.Table) error {
+	if !opts.Policy.DeleteUnverified {
+		return nil
+	}
+	if t == nil {
+		var err error
+		if t, err = lance.ReadTable(ctx, ns.store, TableDir(name)); err != nil {
+			return fmt.Errorf("retain %q: %w", name, err)
+		}
+	}
+	return ns.pruneIndexDirs(ctx, g, name, opts, t, nil, nil)
+}
+
+// pruneIndexDirs removes, with DeleteUnverified on a store with directories
+// (local), every empty directory below the table's _indices/ that no index
+// the table still uses names, as Lance's cleanup does with delete_unverified
+// (remove_empty_dirs): an abandoned index build's, which no run's deletes
+// emptied. Lance also removes one older than 7 days without it; reaper
+// keeps those (docs/RETENTION.md). removed are the versions the run
+// removed, deleted the keys it deleted (relative to the table directory).
+// It never follows a link (a link is listed as an object, and PruneEmpty
+// follows none), nor removes a directory that holds an object: one written
+// meanwhile stops that directory's removal, not the run.
+func (ns *Namespace) pruneIndexDirs(ctx context.Context, g *retainGuard, name string, opts RetainOptions, t *lance.Table, removed []uint64, deleted []string) error {
+	if !opts.Policy.DeleteUnverified {
+		return nil
+	}
+	dir := TableDir(name) + lance.IndicesDir
+	var prefixes []string
+	err := ns.store.List(ctx, dir, func(p objstore.Page) error {
+		prefixes = append(prefixes, p.Prefixes...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("retain %q: list %s: %w", name, dir, err)
+	}
+	if len(prefixes) == 0 {
+		return nil
+	}
+	gone := make(map[string]bool, len(deleted))
+	for _, k := range deleted {
+		gone[k] = true
+	}
+	// A directory that still holds an object the read listed is not empty:
+	// no walk needed (on an object store every listed prefix is so).
+	held := map[string]bool{}
+	for _, o := range t.Objects {
+		rest, ok := strings.CutPrefix(o.Key, lance.IndicesDir)
+		if !ok || gone[o.Key] {
+			continue
+		}
+		uuid, _, _ := strings.Cut(rest, "/")
+		held[uuid] = true
+	}
+	inUse := retention.IndicesInUse(t, removed)
+	var empty []string
+	for _, prefix := range prefixes {
+		uuid := strings.TrimSuffix(strings.TrimPrefix(prefix, dir), "/")
+		if inUse[uuid] || held[uuid] {
+			continue
+		}
+		hasObject := false
+		err := ns.store.Walk(ctx, prefix, func(objs []objstore.Object) error {
+			if len(objs) > 0 {
+				hasObject = true
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return fmt.Errorf("retain %q: list %s: %w", name, prefix, err)
+		}
+		if !hasObject {
+			empty = append(empty, prefix)
+		}
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	if err := g.check(ctx); err != nil {
+		return err
+	}
+	removedDirs := 0
+	for _, prefix := range empty {
+		err := ns.store.PruneEmpty(ctx, prefix)
+		switch {
+		case errors.Is(err, objstore.ErrNotEmpty):
+			ns.log.InfoContext(ctx, "an empty index directory got an object meanwhile; kept", "table", name, "dir", prefix)
+		case err != nil:
+			return fmt.Errorf("retain %q: remove the empty directory %s: %w", name, prefix, err)
+		default:
+			removedDirs++
+		}
+	}
+	ns.log.InfoContext(ctx, "removed empty index directories (delete_unverified)", "table", name, "dirs", removedDirs)
+	return nil
 }

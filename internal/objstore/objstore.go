@@ -55,6 +55,9 @@ var (
 	// than the root's (a file system or a bind mount mounted inside the
 	// root) and did not cross it.
 	ErrMountPoint = errors.New("mount point")
+	// ErrNotEmpty: PruneEmpty met an object below its prefix (or one written
+	// there meanwhile) and removed nothing of what holds it.
+	ErrNotEmpty = errors.New("the directory is not empty")
 )
 
 // Object describes one stored object.

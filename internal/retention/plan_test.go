@@ -69,6 +69,20 @@ func withObject(tb *lance.Table, key string, modified time.Time) *lance.Table {
 	return tb
 }
 
+// withBranch adds branch dev, rooted at version 2, whose one version
+// references main's b.lance and index i1 through a base path naming the
+// table, and a data file of its own.
+func withBranch(tb *lance.Table) *lance.Table {
+	bv := ver(3, nil, nil)
+	bv.Key = "tree/dev/_versions/" + lance.ManifestName(lance.SchemeV2, 3)
+	bv.Branch = "dev"
+	bv.BasePaths = []lance.BasePath{{ID: 0, IsDatasetRoot: true, Path: "file:///r/t.lance/"}}
+	bv.Fragments = []lance.Fragment{{Files: []lance.DataFile{{Path: "b.lance", HasBase: true}, {Path: "own.lance"}}}}
+	bv.Indices = []lance.Index{{UUID: "i1", HasBase: true}}
+	tb.Branches = []lance.Branch{{Name: "dev", RootVersion: 2, ParentVersion: 2, Versions: []lance.Version{bv}}}
+	return tb
+}
+
 // manifests are the manifest keys of versions ns.
 func manifests(ns ...uint64) []string {
 	var out []string
@@ -140,6 +154,8 @@ func TestCompute(t *testing.T) {
 			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123, []string{"_indices/i0/index.idx"})},
 		{"a manifest being written is unverified", withObject(table(), "_versions/.tmp_6.manifest_x", at(1)), Policy{Before: at(3.5), DeleteUnverified: true}, now,
 			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123, []string{"_versions/.tmp_6.manifest_x"})},
+		{"so is a file in a _versions/.tmp directory (Lance: cleanup_preserves_unmanaged_dirs_and_files)", withObject(table(), "_versions/.tmp/orphan", at(1)), Policy{Before: at(3.5), DeleteUnverified: true}, now,
+			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123, []string{"_versions/.tmp/orphan"})},
 		{"files of unknown kinds stay", withObject(withObject(table(), "data/x.blob", at(1)), "_deletions/notes.txt", at(1)), Policy{Before: at(3.5), DeleteUnverified: true}, now,
 			[]uint64{1, 2, 3}, sorted(manifests(1, 2, 3), removed123)},
 	} {
@@ -188,14 +204,7 @@ func TestComputeKeeps(t *testing.T) {
 		require.NotContains(t, keys(p), "_versions/d9.manifest")
 	})
 	t.Run("a branch keeps main's files it references and its root manifest", func(t *testing.T) {
-		tb := table()
-		bv := ver(3, nil, nil)
-		bv.Key = "tree/dev/_versions/" + lance.ManifestName(lance.SchemeV2, 3)
-		bv.Branch = "dev"
-		bv.BasePaths = []lance.BasePath{{ID: 0, IsDatasetRoot: true, Path: "file:///r/t.lance/"}}
-		bv.Fragments = []lance.Fragment{{Files: []lance.DataFile{{Path: "b.lance", HasBase: true}, {Path: "own.lance"}}}}
-		bv.Indices = []lance.Index{{UUID: "i1", HasBase: true}}
-		tb.Branches = []lance.Branch{{Name: "dev", RootVersion: 2, ParentVersion: 2, Versions: []lance.Version{bv}}}
+		tb := withBranch(table())
 		p, err := Compute(tb, Policy{Before: at(3.5)}, now)
 		require.NoError(t, err)
 		require.Equal(t, []uint64{1, 3}, p.Removed)

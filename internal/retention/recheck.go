@@ -28,8 +28,9 @@ import (
 // version left standing (every version of main not removed, the detached
 // ones, and every branch's manifests through base paths naming this
 // table) references it, and a manifest only if its version is still
-// removed. Nothing is added: what the table allows that the plan did not
-// say stays.
+// removed. A root the plan kept for its branches stands for its manifest
+// alone, as in the plan (branchRootsOnly). Nothing is added: what the table
+// allows that the plan did not say stays.
 func Recheck(t *lance.Table, removed []Removal, files []string, manifestsDeleted bool) ([]Removal, []string) {
 	drop := map[uint64]bool{}
 	if len(t.Versions) > 0 {
@@ -59,14 +60,17 @@ func Recheck(t *lance.Table, removed []Removal, files []string, manifestsDeleted
 		keepRemoved = append(keepRemoved, r)
 		removing[r.Version] = true
 	}
+	rootOnly := branchRootsOnly(t, Versions(removed), files)
 	standing := newRefs()
 	manifests := map[string]bool{} // manifests of versions left standing
 	for _, v := range t.Versions {
 		if removing[v.Number] {
 			continue
 		}
-		standing.add(v.Refs())
 		manifests[v.Key] = true
+		if !rootOnly[v.Number] {
+			standing.add(v.Refs())
+		}
 	}
 	for _, v := range t.Detached {
 		standing.add(v.Refs())
@@ -105,6 +109,71 @@ func Versions(rs []Removal) []uint64 {
 	out := make([]uint64, len(rs))
 	for i, r := range rs {
 		out[i] = r.Version
+	}
+	return out
+}
+
+// branchRootsOnly are the versions that stand only as a branch's root, as
+// Compute keeps them (keepBranchFiles, Lance's retain_branch_lineage_files):
+// their manifest stands, their files only as a branch references them (the
+// branches' references are standing anyway), so the files of such a root
+// the plan deletes (in practice its transaction file) are still deleted
+// and the run deletes what its dry run listed. A root is one only when it
+// is not the newest, no tag of main names it, the plan did not remove it,
+// a branch rooted there references main's files (as in Compute) while none
+// rooted there is without manifests, its manifest was listed when the
+// table was read (so it is no version committed since the plan, such as a
+// restore re-referencing files the plan deletes), and the plan took it for
+// removed: its transaction file is planned, or already gone (deleted by an
+// earlier run, as only such a root loses it while its manifest stays); a
+// version the policy keeps has neither. Any other root keeps every file it
+// references, as before.
+func branchRootsOnly(t *lance.Table, removed []uint64, files []string) map[uint64]bool {
+	held, unwritten := map[uint64]bool{}, map[uint64]bool{}
+	for _, b := range t.Branches {
+		if len(b.Versions) == 0 {
+			unwritten[b.RootVersion] = true
+		}
+		for _, v := range b.Versions {
+			if keys, indices := t.MainRefs(v); len(keys)+len(indices) > 0 {
+				held[b.RootVersion] = true
+				break
+			}
+		}
+	}
+	if len(held) == 0 {
+		return held
+	}
+	for n := range unwritten {
+		delete(held, n)
+	}
+	if len(t.Versions) > 0 {
+		delete(held, t.Latest().Number)
+	}
+	for _, tg := range t.Tags {
+		if tg.Branch == "" {
+			delete(held, tg.Version)
+		}
+	}
+	for _, n := range removed {
+		delete(held, n)
+	}
+	planned := make(map[string]bool, len(files))
+	for _, k := range files {
+		planned[k] = true
+	}
+	listed := make(map[string]bool, len(t.Objects))
+	for _, o := range t.Objects {
+		listed[o.Key] = true
+	}
+	out := map[uint64]bool{}
+	for _, v := range t.Versions {
+		if !held[v.Number] || !listed[v.Key] || v.TransactionFile == "" {
+			continue
+		}
+		if txn := lance.TransactionsDir + v.TransactionFile; planned[txn] || !listed[txn] {
+			out[v.Number] = true
+		}
 	}
 	return out
 }

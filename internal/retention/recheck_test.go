@@ -1,11 +1,13 @@
 package retention
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lance-reaper/reaper/internal/lance"
+	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
 // planKeys are the keys of a plan's files.
@@ -26,6 +28,76 @@ func TestRecheckUnchanged(t *testing.T) {
 	removed, files := Recheck(tb, p.Removals, planKeys(p), false)
 	require.Equal(t, p.Removals, removed)
 	require.Equal(t, planKeys(p), files)
+}
+
+// A branch's root version that the policy removes is kept for its manifest
+// alone (and what the branch references): read again unchanged, the table
+// allows the files of that version the plan deletes, its transaction file
+// among them, so the run deletes what its dry run listed.
+func TestRecheckKeepsABranchRootsManifestOnly(t *testing.T) {
+	tb := withBranch(table())
+	p, err := Compute(tb, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, p.Kept, Kept{Version: 2, Why: "root of branch dev"})
+	require.Contains(t, planKeys(p), "_transactions/1-t2.txn", "as Lance does, the root's transaction file goes")
+	removed, files := Recheck(tb, p.Removals, planKeys(p), false)
+	require.Equal(t, p.Removed, Versions(removed))
+	require.Equal(t, planKeys(p), files)
+
+	// Another branch rooted there that references none of main's files (a
+	// branch of the branch: it names the branch's files) changes nothing.
+	nested := tb.Branches[0]
+	nested.Name, nested.ParentBranch = "dev/nested", "dev"
+	nested.Versions = []lance.Version{ver(4, nil, nil)}
+	tb.Branches = append(tb.Branches, nested)
+	removed, files = Recheck(tb, p.Removals, planKeys(p), false)
+	require.Equal(t, p.Removed, Versions(removed))
+	require.Equal(t, planKeys(p), files)
+
+	// A root the plan did not take for removed (kept by the policy, or
+	// committed since: its transaction file is not planned) keeps every
+	// file it references, its branch notwithstanding, also one a record
+	// made earlier names (data/a.lance, before a restore referenced it).
+	p4, err := Compute(withBranch(table()), Policy{Before: at(1.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, p4.Kept, Kept{Version: 2, Why: "newer than the cutoff"})
+	require.NotContains(t, planKeys(p4), "_transactions/1-t2.txn")
+	_, files = Recheck(withBranch(table()), p4.Removals, append(planKeys(p4), "data/a.lance"), false)
+	require.NotContains(t, files, "data/a.lance", "version 2 references it")
+
+	// A later plan, once a run deleted the root's transaction file: the
+	// root still stands for its manifest alone (the plan deletes what the
+	// branch does not reference of it).
+	gone := withBranch(table())
+	gone.Objects = slices.DeleteFunc(gone.Objects, func(o objstore.Object) bool { return o.Key == "_transactions/1-t2.txn" })
+	p5, err := Compute(gone, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, planKeys(p5), "data/a.lance")
+	removed, files = Recheck(gone, p5.Removals, planKeys(p5), false)
+	require.Equal(t, p5.Removed, Versions(removed))
+	require.Equal(t, planKeys(p5), files)
+
+	// A version committed since the plan (a restore of version 2) that a
+	// branch is rooted at, no longer the newest: it keeps every file it
+	// references.
+	late := withBranch(table())
+	p6, err := Compute(late, Policy{Before: at(3.5)}, at(6))
+	require.NoError(t, err)
+	require.Contains(t, planKeys(p6), "data/a.lance")
+	late.Versions = append(late.Versions, ver(6, []string{"a.lance", "b.lance"}, nil), ver(7, []string{"d.lance"}, nil))
+	lateBranch := late.Branches[0]
+	lateBranch.Name, lateBranch.RootVersion = "late", 6
+	late.Branches = append(late.Branches, lateBranch)
+	_, files = Recheck(late, p6.Removals, planKeys(p6), false)
+	require.NotContains(t, files, "data/a.lance", "version 6 references it")
+
+	// A branch rooted there whose manifests are not written yet (a branch
+	// being created) keeps every file of the root, as before.
+	tb.Branches = append(tb.Branches, lance.Branch{Name: "new", RootVersion: 2})
+	removed, files = Recheck(tb, p.Removals, planKeys(p), false)
+	require.Equal(t, p.Removed, Versions(removed))
+	require.NotContains(t, files, "_transactions/1-t2.txn")
+	require.NotContains(t, files, "data/a.lance")
 }
 
 // What a writer did between the plan and the deletes narrows the plan and

@@ -238,7 +238,7 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 			p.w.OnRetentionPlan(root, *pl)
 		}
 	}
-	if done := p.judgePlan(ctx, &d, *pl, planErr); done {
+	if done := p.judgePlan(ctx, &d, *pl, planErr, policy.DeleteUnverified); done {
 		return d
 	}
 	if p.rep.DryRun {
@@ -251,9 +251,10 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 }
 
 // judgePlan decides a table by its plan when there is nothing to run (it
-// failed, is unsupported, or has nothing to do and no record to drop) and
-// returns true; otherwise it fills in what a dry run would remove.
-func (p *pass) judgePlan(ctx context.Context, d *Retained, pl lifecycle.RetentionPlan, err error) bool {
+// failed, is unsupported, or has nothing to do, no record to drop and, with
+// pruneIdle false, no empty directory to look for) and returns true;
+// otherwise it fills in what a dry run would remove.
+func (p *pass) judgePlan(ctx context.Context, d *Retained, pl lifecycle.RetentionPlan, err error, pruneIdle bool) bool {
 	const what = "version retention: "
 	d.Record, d.Resumed = pl.Record, pl.Record != nil
 	switch {
@@ -273,7 +274,9 @@ func (p *pass) judgePlan(ctx context.Context, d *Retained, pl lifecycle.Retentio
 		return true
 	case pl.Result == lifecycle.RetentionNothingToDo && pl.Record == nil:
 		d.Action, d.Reason, d.Detail = outcome.Skipped, outcome.ReasonNothingToDo, what+"no version old enough to remove"
-		return true
+		// With delete_unverified a run also removes the empty index
+		// directories a local disk may hold: it runs (under its lease).
+		return !pruneIdle
 	}
 	d.Versions, d.Objects, d.Bytes = len(pl.Plan.Removed), int64(len(pl.Plan.Files)), pl.Plan.Bytes
 	d.Action, d.Reason = outcome.DryRun, outcome.ReasonOldVersions

@@ -53,7 +53,10 @@ type cleanupResult struct {
 	Name           string `json:"name"`
 	VersionsBefore int    `json:"versions_before"`
 	VersionsAfter  int    `json:"versions_after"`
-	Refused        string `json:"refused"`
+	// BytesRemoved and VersionsRemoved are what the client reports.
+	BytesRemoved    int64  `json:"bytes_removed"`
+	VersionsRemoved int    `json:"versions_removed"`
+	Refused         string `json:"refused"`
 }
 
 type verifiedTable struct {
@@ -63,6 +66,12 @@ type verifiedTable struct {
 		Rows    int64  `json:"rows"`
 		Error   string `json:"error"`
 	} `json:"versions"`
+	// Branches are each branch's newest version.
+	Branches []struct {
+		Name  string `json:"name"`
+		Rows  int64  `json:"rows"`
+		Error string `json:"error"`
+	} `json:"branches"`
 }
 
 func (d *retentionDriver) build(t *testing.T, hs []history) []builtTable {

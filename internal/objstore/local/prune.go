@@ -29,6 +29,11 @@ func pruneUp(d *deletion, c *dirChain) int {
 		return c.fd()
 	}
 	for i := len(c.segs); i > 0; i-- {
+		// The caller's limit (objstore.WithPruneWithin): a retention run
+		// removes only the directories below a table's _indices/.
+		if !objstore.PruneAllowed(d.ctx, strings.Join(c.segs[:i], "/")+"/") {
+			return c.fds[i]
+		}
 		if err := fence(d.ctx); err != nil {
 			d.stopped = err
 			return c.fds[i]
@@ -173,7 +178,7 @@ func (p *pruner) rmdir(dirfd int, name, key string) error {
 	case err == nil, errors.Is(err, unix.ENOENT):
 		return nil
 	case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
-		return fmt.Errorf("prune %s: %s is not empty; something was written into it meanwhile", p.prefix, key)
+		return fmt.Errorf("prune %s: %s: %w; something was written into it meanwhile", p.prefix, key, objstore.ErrNotEmpty)
 	case errors.Is(err, unix.EBUSY): // mounted on since it was checked
 		return fmt.Errorf("prune %s: %w", p.prefix, mountPointError(key))
 	}
@@ -182,5 +187,5 @@ func (p *pruner) rmdir(dirfd int, name, key string) error {
 
 // notEmpty is the refusal of a tree that holds key.
 func (p *pruner) notEmpty(key string) error {
-	return fmt.Errorf("prune %s: %s is not a directory; the tree is not empty", p.prefix, key)
+	return fmt.Errorf("prune %s: %s is not a directory: %w", p.prefix, key, objstore.ErrNotEmpty)
 }

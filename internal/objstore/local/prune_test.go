@@ -27,7 +27,7 @@ func TestPruneEmpty(t *testing.T) {
 		},
 		{
 			name: "a file deep inside", dirs: []string{"p/d"}, files: []string{"p/a/b/c/file"}, prefix: "p/",
-			wantErr: "prune p/: p/a/b/c/file is not a directory; the tree is not empty",
+			wantErr: "prune p/: p/a/b/c/file is not a directory: the directory is not empty",
 			kept:    []string{"p/d", "p/a/b/c", "p"},
 		},
 		{
@@ -36,7 +36,7 @@ func TestPruneEmpty(t *testing.T) {
 		},
 		{
 			name: "a symlinked subdirectory", link: "p/a", dirs: []string{"p/b"}, prefix: "p/",
-			wantErr: "prune p/: p/a is not a directory; the tree is not empty", kept: []string{"p/b", "p"},
+			wantErr: "prune p/: p/a is not a directory: the directory is not empty", kept: []string{"p/b", "p"},
 		},
 		{
 			name: "below the prefix only", dirs: []string{"p/a/b", "p/c"}, prefix: "p/a/",
@@ -63,6 +63,7 @@ func TestPruneEmpty(t *testing.T) {
 				require.NoError(t, err, "prune %s", tc.prefix)
 			} else {
 				require.ErrorContains(t, err, tc.wantErr, "prune %s", tc.prefix)
+				require.ErrorIs(t, err, objstore.ErrNotEmpty, "a caller can tell a tree that is not empty")
 			}
 			for _, d := range tc.gone {
 				require.NoDirExists(t, filepath.Join(root, d))
@@ -83,5 +84,38 @@ func TestPruneEmptyInvalidPrefix(t *testing.T) {
 	s := open(t, t.TempDir())
 	for _, prefix := range []string{"", "p", "a//", "../", "/abs/"} {
 		require.ErrorIs(t, s.PruneEmpty(t.Context(), prefix), objstore.ErrInvalidKey, "prune %q", prefix)
+	}
+}
+
+// A delete removes the directories it emptied, up to the root's; with
+// objstore.WithPruneWithin only those strictly below the prefix (a
+// retention run: below a table's _indices/, as Lance's cleanup).
+func TestDeletePrunesWithin(t *testing.T) {
+	keys := []string{"t/_indices/u/v/a.idx", "t/_indices/u/b.idx", "t/_deletions/x.arrow"}
+	for _, tc := range []struct {
+		name       string
+		within     string
+		gone, kept []string
+	}{
+		{"unlimited", "", []string{"t/_indices/u/v", "t/_indices/u", "t/_indices", "t/_deletions", "t"}, nil},
+		{"within _indices/", "t/_indices/", []string{"t/_indices/u/v", "t/_indices/u"}, []string{"t/_indices", "t/_deletions", "t"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, k := range keys {
+				writeFile(t, root, k, "x")
+			}
+			ctx := t.Context()
+			if tc.within != "" {
+				ctx = objstore.WithPruneWithin(ctx, tc.within)
+			}
+			require.NoError(t, open(t, root).DeleteBatch(ctx, keys))
+			for _, d := range tc.gone {
+				require.NoDirExists(t, filepath.Join(root, d))
+			}
+			for _, d := range tc.kept {
+				require.DirExists(t, filepath.Join(root, d))
+			}
+		})
 	}
 }

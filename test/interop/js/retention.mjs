@@ -1,5 +1,6 @@
-// LanceDB driver of the retention oracle (retention_oracle_test.go): writes
-// seeded histories into many tables of one root at once and runs the
+// LanceDB driver of the retention oracle (retention_oracle_test.go) and of
+// Lance's cleanup tests ported to the client (lance_cleanup_test.go):
+// writes seeded histories into many tables of one root at once and runs the
 // client's own cleanup on them, so that the Go test can compare reaper's
 // retention plan with the files Lance deleted.
 //
@@ -14,13 +15,21 @@
 //     one, then calls optimize({cleanupOlderThan: new Date(0)}) until a call
 //     makes no new version. Answer: {"tables": [{"name", "versions":
 //     [{"version", "timestamp_ms", "rows"}], "optimize_calls"}]}.
+//   {"cmd": "ops", "tables": [{"name", "kind", "ops": [<op>...]}]}
+//     build's writes alone, on a new table (ops start with create) or on
+//     the table as it is: a test then changes files by hand between them.
+//     Answer: {"tables": [{"name", "versions": [{"version", "timestamp_ms"}]}]}.
+//   {"cmd": "stabilize", "tables": [{"name"}]}
+//     build's optimize calls alone. Answer: as build's.
 //   {"cmd": "cleanup", "tables": [{"name", "cutoff_ms", "delete_unverified"}]}
 //     optimize({cleanupOlderThan: new Date(cutoff_ms), deleteUnverified}).
 //     Answer: {"tables": [{"name", "versions_before", "versions_after",
+//     "bytes_removed", "versions_removed" (what the client reports),
 //     "refused": "<error text>" | ""}]}.
 //   {"cmd": "verify", "tables": [{"name"}]}
-//     opens every version LanceDB lists and counts its rows. Answer:
-//     {"tables": [{"name", "versions": [{"version", "rows", "error"}]}]}.
+//     opens every version LanceDB lists and counts its rows, and the newest
+//     version of every branch. Answer: {"tables": [{"name", "versions":
+//     [{"version", "rows", "error"}], "branches": [{"name", "rows", "error"}]}]}.
 //
 // Operations of a history (op.op):
 //   create {from, to}             createTable (kind "plain" or "vectors")
@@ -33,12 +42,17 @@
 //   rename_column {column}        alterColumns: the first added column becomes <column>
 //   drop_column {column}          dropColumns: the first added column
 //                                 (both add <column> when the schema has none, e.g. after a restore)
-//   index {column, type}          btree, bitmap or ivf_flat (btree on id when no rows to train on)
+//   index {column, type}          btree, bitmap, fts or ivf_flat (btree on id when no rows to train on)
 //   optimize {}                   compaction and index optimization, no cleanup
+//   cleanup {}                    optimize({cleanupOlderThan: now}): the client's own cleanup (of a branch)
 //   tag {tag, back}               tags().create on the version <back> before the current one
+//   tag_update {tag, back}        tags().update to the version <back> before the current one
 //   untag {tag}                   tags().delete
 //   restore {back}                checkout(the version <back> before the current one), restore()
-//   branch {branch, from, to}     branches().create from the latest version, rows added on it
+//   branch {branch, from, to, ref, version}
+//                                 branches().create from the latest version (of branch ref,
+//                                 or version <version>), rows [from, to) added on it (none when to <= from)
+//   on_branch {branch, ops}       ops applied to the branch's table
 //   orphan {what}                 a file no manifest references, as a failed or
 //                                 concurrent write leaves it (local roots only):
 //                                 what is data, txn, deletion, index or tmp
@@ -144,8 +158,14 @@ async function apply(db, spec, t, op) {
     case "optimize":
       await heavy(() => t.optimize());
       return t;
+    case "cleanup":
+      await heavy(() => t.optimize({ cleanupOlderThan: new Date() }));
+      return t;
     case "tag":
       await (await t.tags()).create(op.tag, Math.max(1, (await t.version()) - (op.back ?? 0)));
+      return t;
+    case "tag_update":
+      await (await t.tags()).update(op.tag, Math.max(1, (await t.version()) - (op.back ?? 0)));
       return t;
     case "untag":
       await (await t.tags()).delete(op.tag);
@@ -155,8 +175,13 @@ async function apply(db, spec, t, op) {
       await t.restore();
       return t;
     case "branch": {
-      const b = await (await t.branches()).create(op.branch);
-      await b.add(await data(b, spec.kind, op.from, op.to));
+      const b = await (await t.branches()).create(op.branch, op.ref ?? undefined, op.version ?? undefined);
+      if ((op.to ?? 0) > (op.from ?? 0)) await b.add(await data(b, spec.kind, op.from, op.to));
+      return t;
+    }
+    case "on_branch": {
+      const b = await (await t.branches()).checkout(op.branch);
+      for (const sub of op.ops) await apply(db, spec, b, sub);
       return t;
     }
     case "orphan":
@@ -189,7 +214,14 @@ async function versionsOf(t) {
 }
 
 async function build(db, spec) {
-  let t = null;
+  await ops(db, spec);
+  return await stabilize(db, spec);
+}
+
+// ops applies spec.ops in order, GAP_MS apart, to a new table (the first
+// op is create) or to the table spec.name.
+async function ops(db, spec) {
+  let t = spec.ops[0]?.op === "create" ? null : await db.openTable(spec.name);
   for (const [i, op] of spec.ops.entries()) {
     try {
       t = await apply(db, spec, t, op);
@@ -198,6 +230,14 @@ async function build(db, spec) {
     }
     await sleep(GAP_MS);
   }
+  return { name: spec.name, versions: await versionsOf(t ?? (await db.openTable(spec.name))) };
+}
+
+// stabilize calls optimize({cleanupOlderThan: new Date(0)}) until a call
+// makes no new version: the client's cleanup compacts first, so a table is
+// planned once compaction has nothing left to do.
+async function stabilize(db, spec) {
+  const t = await db.openTable(spec.name);
   let calls = 0;
   for (;;) {
     const before = (await t.listVersions()).length;
@@ -219,13 +259,21 @@ async function cleanup(db, spec) {
   const t = await db.openTable(spec.name);
   const before = (await t.listVersions()).length;
   let refused = "";
+  let stats = null;
   try {
-    await heavy(() => t.optimize({ cleanupOlderThan: new Date(spec.cutoff_ms), deleteUnverified: spec.delete_unverified }));
+    stats = await heavy(() => t.optimize({ cleanupOlderThan: new Date(spec.cutoff_ms), deleteUnverified: spec.delete_unverified }));
   } catch (e) {
     refused = String(e?.message ?? e);
   }
   const after = (await (await db.openTable(spec.name)).listVersions()).length;
-  return { name: spec.name, versions_before: before, versions_after: after, refused };
+  return {
+    name: spec.name,
+    versions_before: before,
+    versions_after: after,
+    bytes_removed: stats?.prune?.bytesRemoved ?? 0,
+    versions_removed: stats?.prune?.oldVersionsRemoved ?? 0,
+    refused,
+  };
 }
 
 async function verify(db, spec) {
@@ -239,10 +287,19 @@ async function verify(db, spec) {
       out.push({ version: v.version, rows: -1, error: String(e?.message ?? e) });
     }
   }
-  return { name: spec.name, versions: out };
+  const branches = [];
+  for (const name of Object.keys(await (await t.branches()).list()).sort()) {
+    try {
+      const b = await (await t.branches()).checkout(name);
+      branches.push({ name, rows: await b.countRows(), error: "" });
+    } catch (e) {
+      branches.push({ name, rows: -1, error: String(e?.message ?? e) });
+    }
+  }
+  return { name: spec.name, versions: out, branches };
 }
 
-const commands = { build, cleanup, verify };
+const commands = { build, ops, stabilize, cleanup, verify };
 
 // pool maps fn over items, CONCURRENCY at a time, keeping their order.
 async function pool(items, fn) {

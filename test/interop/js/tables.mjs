@@ -22,8 +22,9 @@ export function schemaFor(kind) {
 }
 
 // rows are the rows with ids in [from, to): deterministic, so a reader can
-// check what it reads.
-export function rows(kind, from, to) {
+// check what it reads. from defaults to 0: a request's JSON leaves a zero
+// out (Go's omitempty), and rows from undefined would be none.
+export function rows(kind, from = 0, to) {
   const out = [];
   for (let i = from; i < to; i++) {
     const r = { id: BigInt(i), category: `c${i % 5}` };
@@ -40,6 +41,8 @@ export function indexConfig(type) {
       return lancedb.Index.btree();
     case "bitmap":
       return lancedb.Index.bitmap();
+    case "fts":
+      return lancedb.Index.fts();
     case "ivf_flat":
       return lancedb.Index.ivfFlat({ numPartitions: 2 });
     default:
