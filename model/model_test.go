@@ -1,5 +1,6 @@
-// Package model holds the spin model of reaper's safety protocol
-// (reaper.pml, docs/PROTOCOL.md) and the tests that check it.
+// Package model holds the spin models of reaper's safety protocol
+// (reaper.pml, docs/PROTOCOL.md) and of version retention's record
+// (retain.pml, docs/RETENTION.md), and the tests that check them.
 package model
 
 import (
@@ -42,7 +43,7 @@ func requireTools(t *testing.T) {
 }
 
 type verification struct {
-	dir     string        // the run's directory: reaper.pml, pan, the trail
+	dir     string        // the run's directory: the model, pan, the trail
 	output  string        // pan's output
 	errors  int           // pan's error count
 	states  int64         // states stored
@@ -57,24 +58,25 @@ func run(ctx context.Context, dir, name string, args ...string) (string, error) 
 	return string(out), err
 }
 
-// verify generates, builds and runs the verifier for reaper.pml with the
-// given -D defines, in a copy of the model in a temporary directory:
+// verify generates, builds and runs the verifier for model (reaper.pml or
+// retain.pml) with the given -D defines, in a copy of the model in a
+// temporary directory:
 //
-//	spin -a [defines] reaper.pml
+//	spin -a [defines] model
 //	gcc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096 -o pan pan.c
 //	./pan -m100000
-func verify(t *testing.T, defines ...string) verification {
+func verify(t *testing.T, model string, defines ...string) verification {
 	t.Helper()
-	src, err := os.ReadFile("reaper.pml")
+	src, err := os.ReadFile(model)
 	require.NoError(t, err)
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "reaper.pml"), src, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, model), src, 0o644))
 
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	start := time.Now()
 
-	spinArgs := append(append([]string{"-a"}, defines...), "reaper.pml")
+	spinArgs := append(append([]string{"-a"}, defines...), model)
 	out, err := run(ctx, dir, "spin", spinArgs...)
 	require.NoError(t, err, "spin %s:\n%s", strings.Join(spinArgs, " "), out)
 
@@ -92,9 +94,9 @@ func verify(t *testing.T, defines ...string) verification {
 	if m := statesRe.FindStringSubmatch(out); m != nil {
 		v.states, _ = strconv.ParseInt(m[1], 10, 64)
 	}
-	label := strings.Join(defines, " ")
-	if label == "" {
-		label = "(defaults)"
+	label := strings.Join(append([]string{model}, defines...), " ")
+	if len(defines) == 0 {
+		label += " (defaults)"
 	}
 	depth := "?"
 	if m := depthRe.FindStringSubmatch(out); m != nil {
@@ -111,7 +113,7 @@ func verify(t *testing.T, defines ...string) verification {
 func TestModelHolds(t *testing.T) {
 	t.Parallel()
 	requireTools(t)
-	v := verify(t)
+	v := verify(t, "reaper.pml")
 	require.Equal(t, 0, v.errors, "the model of docs/PROTOCOL.md found a violation:\n%s", v.output)
 	require.Contains(t, v.output, "assertion violations\t+", "assertions were not checked:\n%s", v.output)
 	require.Greater(t, v.states, int64(100000), "suspiciously small state space:\n%s", v.output)
@@ -124,18 +126,27 @@ func TestModelFindsCounterexampleWithoutMargin(t *testing.T) {
 	t.Parallel()
 	requireTools(t)
 	defines := []string{"-DMARGIN=0", "-DSKEW=0"}
-	v := verify(t, defines...)
+	v := verify(t, "reaper.pml", defines...)
 	require.Greater(t, v.errors, 0, "no violation found without a margin:\n%s", v.output)
 	require.Regexp(t, `assertion violated .*p1_exclusion`, v.output)
 
+	trail := replay(t, v, "reaper.pml", "p1_exclusion", defines...)
+	t.Logf("the trail's events:\n%s", summarizeTrail(trail))
+}
+
+// replay replays the trail pan left in v.dir (spin -t -p [defines] model)
+// and requires it to end in the assertion named assertion.
+func replay(t *testing.T, v verification, model, assertion string, defines ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	args := append(append([]string{"-t", "-p"}, defines...), "reaper.pml")
+	args := append(append([]string{"-t", "-p"}, defines...), model)
 	trail, err := run(ctx, v.dir, "spin", args...)
 	require.NoError(t, err, "spin %s:\n%s", strings.Join(args, " "), trail)
-	require.Contains(t, trail, "Error: assertion violated", "the trail replays to no violation")
-	require.Regexp(t, `text of failed assertion: assert\(.*p1_exclusion`, trail, "the trail ends in another assertion")
-	t.Logf("the trail's events (spin %s):\n%s", strings.Join(args, " "), summarizeTrail(trail))
+	require.Contains(t, trail, "Error: assertion violated", "the trail replays to no violation (spin %s):\n%s", strings.Join(args, " "), trail)
+	require.Regexp(t, `text of failed assertion: assert\(.*`+assertion, trail, "the trail ends in another assertion")
+	t.Logf("replayed the trail: spin %s", strings.Join(args, " "))
+	return trail
 }
 
 // trailEvents names the statements of a `spin -t -p` replay worth reading.
