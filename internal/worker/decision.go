@@ -5,10 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
-	"github.com/lance-reaper/reaper/internal/lock"
-	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -47,37 +44,11 @@ func classify(res lifecycle.PurgeResult, err error) (outcome.Action, outcome.Rea
 		return outcome.Purged, outcome.ReasonDue, "purged"
 	case errors.As(err, &nd):
 		return outcome.Skipped, outcome.ReasonNotDue, nd.Error()
-	case errors.Is(err, objstore.ErrRootChanged):
-		// Before a lost lease: a root that moved also fails the lease's
-		// renewal and the guard, and the move is what an operator must
-		// know (another directory, perhaps a live database, is there now).
-		var rc *objstore.RootChangedError
-		if errors.As(err, &rc) {
-			return outcome.Failed, outcome.ReasonRootChanged, rc.Error()
-		}
-		return outcome.Failed, outcome.ReasonRootChanged, err.Error()
-	case errors.Is(err, lock.ErrLost):
-		// Before anything else: work stopped because the lease may be gone
-		// is a failure, whatever the request it cut short said.
-		return outcome.Failed, outcome.ReasonLeaseLost, err.Error()
-	case errors.Is(err, lifecycle.ErrStuck):
-		// Before conflicts: after the commit, what stopped the purge left
-		// a partly destroyed table, a failure whatever caused it.
-		return outcome.Failed, outcome.ReasonStuck, err.Error()
-	case errors.Is(err, lifecycle.ErrUndeletableKey):
-		return outcome.Failed, outcome.ReasonInvalidKey, err.Error()
-	case errors.Is(err, ledger.ErrJournal):
-		return outcome.Failed, outcome.ReasonLedger, "the audit journal could not record the purge's intent, so nothing was committed or deleted: " + err.Error()
-	case errors.Is(err, lifecycle.ErrHeld):
-		return outcome.Held, outcome.ReasonHeld, err.Error()
-	case errors.Is(err, lifecycle.ErrPaused):
-		return outcome.Skipped, outcome.ReasonPaused, err.Error()
-	case errors.Is(err, lifecycle.ErrNotATable):
-		return outcome.Failed, outcome.ReasonNotATable, err.Error()
-	case errors.Is(err, lifecycle.ErrConflict):
-		return outcome.Conflict, outcome.ReasonConflict, err.Error()
-	case errors.Is(err, lifecycle.ErrLocked):
-		return outcome.Skipped, outcome.ReasonLocked, err.Error()
+	}
+	if a, r, detail, ok := tableErrorOutcome("purge", err); ok {
+		return a, r, detail
+	}
+	switch {
 	case errors.Is(err, lifecycle.ErrNotSoftDeleted), errors.Is(err, lifecycle.ErrNotFound):
 		// The plan saw a due marker that was gone when the purge read it:
 		// revived, or purged by another replica. Nothing was deleted.

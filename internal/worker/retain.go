@@ -12,10 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
-	"github.com/lance-reaper/reaper/internal/lock"
-	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/retention"
 	"github.com/lance-reaper/reaper/internal/roots"
@@ -350,7 +347,6 @@ func (p *pass) runPlan(ctx context.Context, ns *lifecycle.Namespace, rr *RootRep
 // from a purge's.
 func classifyRetain(res lifecycle.RetainResult, err error) (outcome.Action, outcome.Reason, string) {
 	const what = "version retention: "
-	var rc *objstore.RootChangedError
 	switch {
 	case err == nil && res.Outcome == lifecycle.RetainCleaned:
 		detail := fmt.Sprintf("removed %d versions, %d files", res.VersionsRemoved, res.Objects)
@@ -362,24 +358,11 @@ func classifyRetain(res lifecycle.RetainResult, err error) (outcome.Action, outc
 		return outcome.Skipped, outcome.ReasonNothingToDo, what + "no version old enough to remove; dropped the record an interrupted run left (nothing of it still true)"
 	case err == nil:
 		return outcome.Skipped, outcome.ReasonNothingToDo, what + "no version old enough to remove"
-	case errors.Is(err, lifecycle.ErrShortTTL):
-		return outcome.Skipped, outcome.ReasonShortTTL, what + err.Error()
-	case errors.As(err, &rc):
-		return outcome.Failed, outcome.ReasonRootChanged, what + rc.Error()
-	case errors.Is(err, lock.ErrLost):
-		return outcome.Failed, outcome.ReasonLeaseLost, what + err.Error()
-	case errors.Is(err, lance.ErrUnsupported):
-		return outcome.Skipped, outcome.ReasonUnsupported, what + err.Error()
-	case errors.Is(err, lifecycle.ErrHeld):
-		return outcome.Held, outcome.ReasonHeld, what + err.Error()
-	case errors.Is(err, lifecycle.ErrPaused):
-		return outcome.Skipped, outcome.ReasonPaused, what + err.Error()
-	case errors.Is(err, lifecycle.ErrLocked):
-		return outcome.Skipped, outcome.ReasonLocked, what + err.Error()
-	case errors.Is(err, lifecycle.ErrNotATable):
-		return outcome.Failed, outcome.ReasonNotATable, what + err.Error()
-	case errors.Is(err, lifecycle.ErrConflict):
-		return outcome.Conflict, outcome.ReasonConflict, what + err.Error()
+	}
+	if a, r, detail, ok := tableErrorOutcome("version retention", err); ok {
+		return a, r, what + detail
+	}
+	switch {
 	case errors.Is(err, lifecycle.ErrAlreadyDeleted), errors.Is(err, lifecycle.ErrNotFound):
 		// Dropped or removed since the plan listed it: a purge's, or
 		// nobody's, business now.
