@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -31,18 +36,58 @@ func tableFiles(t *testing.T, root, name string) []string {
 
 // retainPaths are the commands that can remove old versions of a live
 // table: retain on a root, retain over a configuration, a purge pass over
-// a configuration with retention on. Each gets a fresh root with the table
-// LanceDB wrote as "events" and a policy that removes versions of it.
+// a configuration with retention on, and the daemon's first pass. Each
+// gets a fresh root with the table LanceDB wrote as "events" and a policy
+// that removes versions of it; file says the path reads the configuration
+// file.
 var retainPaths = []struct {
 	name string
-	args func(root, cfg string) []string
+	file bool
+	run  func(t *testing.T, root, cfg string) (code int, stdout, stderr string)
 }{
-	{"retain --root", func(root, _ string) []string {
-		return []string{"retain", "--root", root, "--before", time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano),
-			"--keep-versions", "2", "--allow-short-ttl"}
+	{"retain --root", false, func(t *testing.T, root, _ string) (int, string, string) {
+		return run(t, "retain", "--root", root, "--before", time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano),
+			"--keep-versions", "2", "--allow-short-ttl", "--log-level", "error")
 	}},
-	{"retain --config", func(_, cfg string) []string { return []string{"retain", "--config", cfg} }},
-	{"purge --config", func(_, cfg string) []string { return []string{"purge", "--config", cfg} }},
+	{"retain --config", true, func(t *testing.T, _, cfg string) (int, string, string) {
+		return run(t, "retain", "--config", cfg, "--log-level", "error")
+	}},
+	{"purge --config", true, func(t *testing.T, _, cfg string) (int, string, string) {
+		return run(t, "purge", "--config", cfg, "--log-level", "error")
+	}},
+	{"run (the daemon)", true, daemonFirstPass},
+}
+
+// daemonFirstPass runs `reaper run --config cfg` until its first pass is
+// over (its /metrics count it), then shuts it down.
+func daemonFirstPass(t *testing.T, _, cfg string) (int, string, string) {
+	t.Helper()
+	o := runOptions{storeOptions: storeOptions{globalOptions: quiet()}, passFlags: passFlags{ConfigPath: cfg,
+		Sets: []string{"listen=127.0.0.1:0", "schedule=@every 10m"}}}
+	o.clock = clocktest.NewFake(time.Now())
+	ready := make(chan string, 1)
+	o.ready = ready
+	drain := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(withDrain(context.Background(), drain), o, io.Discard) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		return exitCode(err), "", fmt.Sprint(err)
+	}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), "reaper_passes_total{result=")
+	}, 30*time.Second, 20*time.Millisecond, "the first pass is over")
+	close(drain)
+	err := <-done
+	return exitCode(err), "", fmt.Sprint(err)
 }
 
 // retainRoot is a root holding the LanceDB table "events" and a
@@ -85,7 +130,7 @@ func TestRetainHonoursEveryKillSwitch(t *testing.T) {
 	}
 	for _, path := range retainPaths {
 		for _, sw := range switches {
-			if (sw.top != "" || sw.safety != "") && path.name == "retain --root" {
+			if (sw.top != "" || sw.safety != "") && !path.file {
 				continue // no file on that path
 			}
 			t.Run(path.name+"/"+sw.name, func(t *testing.T) {
@@ -98,7 +143,7 @@ func TestRetainHonoursEveryKillSwitch(t *testing.T) {
 					require.NoError(t, os.WriteFile(filepath.Join(root, "_reaper", "PAUSE"), []byte("audit"), 0o644))
 				}
 				before := tableFiles(t, root, "events")
-				code, out, stderr := run(t, append(path.args(root, cfg), "--log-level", "error")...)
+				code, out, stderr := path.run(t, root, cfg)
 				require.NotEqual(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", out, stderr)
 				after := tableFiles(t, root, "events")
 				if sw.name == "none" {
