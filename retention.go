@@ -63,6 +63,11 @@ type RetentionPlan struct {
 	// (<name>.lance/...), and Bytes their total size.
 	Files []RetentionFile
 	Bytes int64
+	// KeptForOthers counts the files kept because other tables of the
+	// root (KeptFor, by name) read them through base paths: shallow
+	// clones.
+	KeptForOthers int
+	KeptFor       string
 }
 
 // KeptVersion is a version a plan keeps and why.
@@ -92,9 +97,11 @@ func (n *Namespace) PlanRetention(ctx context.Context, policy RetentionPolicy, n
 }
 
 // PlanRetentionEach is PlanRetention that also hands each table's plan to
-// each, if set, as soon as it is made (one call at a time, in the order the
-// plans complete, a few tables being read at once): the progress of a dry
-// run over a large root.
+// each, if set, one call at a time, once every table is planned: a plan
+// keeps the files a shallow clone of the root reads of its table, known
+// only once every table was read (docs/RETENTION.md, shallow clones). Of
+// named tables only the named ones are read: name the clones too, or plan
+// the whole root.
 func (n *Namespace) PlanRetentionEach(ctx context.Context, policy RetentionPolicy, each func(RetentionPlan), names ...string) ([]RetentionPlan, error) {
 	var inner func(lifecycle.RetentionPlan)
 	if each != nil {
@@ -114,7 +121,7 @@ func (n *Namespace) PlanRetentionEach(ctx context.Context, policy RetentionPolic
 // exportPlan is the public form of one table's plan.
 func exportPlan(p lifecycle.RetentionPlan) RetentionPlan {
 	out := RetentionPlan{Name: p.Name, Result: string(p.Result), Reason: p.Reason, Versions: p.Versions,
-		Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes}
+		Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes, KeptForOthers: p.KeptForOthers, KeptFor: p.KeptFor}
 	for _, k := range p.Plan.Kept {
 		out.Kept = append(out.Kept, KeptVersion{Version: k.Version, Why: k.Why})
 	}
