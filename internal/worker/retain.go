@@ -142,16 +142,26 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 // their clones itself.
 func (p *pass) retainNamed() bool { return len(p.w.Tables) > 0 }
 
+// keptVersions bounds the versions a root's plans keep their tables for
+// until they run (BENCHMARKS.md: reading a table of 10,000 versions peaked
+// at 190 MB): a plan with something to do keeps its table while the
+// root's total stays under it, and its run narrows it with a listing of
+// _versions/; past it, a plan keeps its lists alone and its run reads the
+// table again.
+const keptVersions = 10_000
+
 // planLive plans the live tables, limits.table_concurrency at a time,
-// each from the pass's listing of the root at its clock; a plan keeps its
-// lists, not its table (a run reads the table again under its lease). It
-// returns the plans (and errors) by live's index and how many tables it
-// planned before a shutdown.
+// each from the pass's listing of the root at its clock; a plan with
+// nothing to do keeps no table, one with something to do keeps it within
+// keptVersions. It returns the plans (and errors) by live's index and how
+// many tables it planned before a shutdown.
 func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, live []liveTable, policy retention.Policy) ([]lifecycle.RetentionPlan, []error, int) {
 	plans := make([]lifecycle.RetentionPlan, len(live))
 	errs := make([]error, len(live))
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	kept := 0
 	visited := len(live)
 	for i, t := range live {
 		sem <- struct{}{}
@@ -163,7 +173,15 @@ func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 		wg.Go(func() {
 			defer func() { <-sem }()
 			plans[i], errs[i] = ns.PlanTableRetention(ctx, policy, t.name, rr.planNow, t.record)
-			plans[i].Forget()
+			mu.Lock()
+			keep := plans[i].Result == lifecycle.RetentionPlanned && kept+plans[i].Versions <= keptVersions && !p.rep.DryRun
+			if keep {
+				kept += plans[i].Versions
+			}
+			mu.Unlock()
+			if !keep {
+				plans[i].Forget()
+			}
 		})
 	}
 	wg.Wait()
@@ -232,7 +250,9 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 	if planErr == nil {
 		pl.Protect(protected[name])
 		if p.w.OnRetentionPlan != nil {
-			p.w.OnRetentionPlan(root, *pl)
+			shown := *pl
+			shown.Forget()
+			p.w.OnRetentionPlan(root, shown)
 		}
 	}
 	if done := p.judgePlan(ctx, &d, *pl, planErr, policy.DeleteUnverified); done {
@@ -243,6 +263,7 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		return d
 	}
 	p.runPlan(ctx, ns, rr, &d, pl, protected, policy, log)
+	pl.Forget() // done with: the others' runs may keep theirs
 	p.budget.spend(d.Objects)
 	return d
 }
