@@ -268,3 +268,29 @@ func TestRetainSweepsRowsLeftByLanceCleanup(t *testing.T) {
 	require.Equal(t, []uint64{2, 4, 5, 6, 9}, commitRows(t, s, "t.lance"),
 		"row 3 removed with its version, row 1 swept; row 4 names another table, row 9 is in flight")
 }
+
+// A run that takes over the record of a run cut short after its manifests,
+// with a policy that removes no version, still sweeps the rows of the
+// versions the killed run removed: they would stay in the commit table for
+// good (both the record found with nothing else to do and the record with
+// files still true).
+func TestRetainTakingOverARecordSweepsItsRows(t *testing.T) {
+	ctx := context.Background()
+	s, ddb := ddbRoot(t)
+	c := &clock{}
+	putLanceFixture(t, s, "t")
+	const base = "lancedb/prod/t.lance"
+	for v := uint64(1); v <= 6; v++ {
+		putRow(t, ddb, base, v, "")
+	}
+	p := fixturePolicy(t, s, "t") // removes 1, 3 and 4
+	killRetain(t, s, c, p, 2)     // the manifests of 1 and 3 went, their rows stay
+	require.Equal(t, []uint64{1, 2, 3, 4, 5, 6}, commitRows(t, s, "t.lance"))
+	keep := p
+	keep.KeepVersions = 5
+	res, err := newNS(t, s, c).Retain(ctx, "t", RetainOptions{Policy: keep})
+	require.NoError(t, err)
+	require.True(t, res.Finished)
+	require.Zero(t, res.VersionsRemoved)
+	require.Equal(t, []uint64{2, 4, 5, 6}, commitRows(t, s, "t.lance"), "the rows of the versions the killed run removed are swept")
+}

@@ -280,7 +280,11 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 		if robj.ETag == "" {
 			return res, nil
 		}
-		// Nothing of the old record is still true: it goes.
+		// Nothing of the old record is still true: it goes, after the rows
+		// its removed versions may have left (s3+ddb).
+		if err := ns.sweepRowsOf(ctx, g, name, opts, &res, rp.table); err != nil {
+			return res, err
+		}
 		if err := g.check(ctx); err != nil {
 			return res, fmt.Errorf("retain %q: stopped before removing an old record: %w", name, err)
 		}
@@ -321,7 +325,7 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 		return res, err
 	}
 	res.VersionsRemoved = len(rec.Versions)
-	if err := d.deleteRows(ctx, t, recordedVersions(rec.Versions)); err != nil {
+	if err := d.deleteRows(ctx, t, recordedVersions(rec.Versions), res.Finished); err != nil {
 		return res, err
 	}
 	res.Warnings = append(res.Warnings, danglingTags(t)...)
@@ -566,6 +570,23 @@ func (g *retainGuard) check(ctx context.Context) error {
 		})
 	}
 	return g.ns.guardReads(ctx, "retain", g.name, g.lease, reads...)
+}
+
+// sweepRowsOf sweeps the commit rows a run cut short may have left (an
+// s3+ddb:// root; nothing elsewhere) for a run that removes no version: the
+// table read now when the plan kept none.
+func (ns *Namespace) sweepRowsOf(ctx context.Context, g *retainGuard, name string, opts RetainOptions, res *RetainResult, t *lance.Table) error {
+	if objstore.CommitRowsOf(ns.store) == nil {
+		return nil
+	}
+	if t == nil {
+		var err error
+		if t, err = lance.ReadTable(ctx, ns.store, TableDir(name)); err != nil {
+			return fmt.Errorf("retain %q: %w", name, err)
+		}
+	}
+	d := &retainDeleter{ns: ns, g: g, name: name, opts: opts, res: res}
+	return d.deleteRows(ctx, t, nil, true)
 }
 
 // pruneWhenIdle is pruneIndexDirs for a run with nothing else to do: the

@@ -27,10 +27,12 @@ import (
 // deleteRows deletes the rows of versions, the run's removed versions after
 // their manifests, and the rows left by versions no longer listed, keeping
 // any at or above t's newest version and any whose manifest path is not
-// under the table.
-func (d *retainDeleter) deleteRows(ctx context.Context, t *lance.Table, versions []uint64) error {
+// under the table. A run that removes no version sweeps only when sweep
+// says so: it took over the record of a run cut short, whose removed
+// versions' rows may be left.
+func (d *retainDeleter) deleteRows(ctx context.Context, t *lance.Table, versions []uint64, sweep bool) error {
 	rows := objstore.CommitRowsOf(d.ns.store)
-	if rows == nil || len(versions) == 0 || len(t.Versions) == 0 {
+	if rows == nil || (len(versions) == 0 && !sweep) || t == nil || len(t.Versions) == 0 {
 		return nil
 	}
 	newest := t.Latest().Number
