@@ -1,11 +1,13 @@
 package chaos
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -49,8 +51,8 @@ import (
 //     state is exact;
 //   - files: every manifest deleted by the run itself, killed at its first
 //     batch of other files (on a local disk: once it waits for a flock the
-//     test holds on _transactions/; on a server: at its next delete
-//     request, which lands or not, drawn).
+//     test holds on _transactions/; on a server: at its first delete
+//     request that names no manifest, which lands or not, drawn).
 //
 // Then, the killed run's lease up for takeover by the store's clock:
 //
@@ -398,13 +400,12 @@ func (s *recordSuite) killLocal(name, point, where string, policy []string) resu
 }
 
 // killRemote runs through the proxy and kills the run at the request its
-// point picks: the record's PUT (it lands), the first delete request (the
-// manifests: not forwarded) or the second (the files: it lands or not,
-// drawn). Every request after it is dropped.
+// point picks: the record's PUT (it lands), the first delete request that
+// names manifests (not forwarded) or the first that names none (the
+// files: it lands or not, drawn). Every request after it is dropped.
 func (s *recordSuite) killRemote(name, point, where string, policy []string) result {
 	t := s.t
 	landFiles := s.rng.IntN(2) == 0
-	var deletes atomic.Int64
 	pick := func(r *http.Request) (hit, landed bool) {
 		switch {
 		case point == pointRecord:
@@ -412,9 +413,9 @@ func (s *recordSuite) killRemote(name, point, where string, policy []string) res
 		case !isDeleteRequest(r, name):
 			return false, false
 		case point == pointManifests:
-			return true, false
+			return deletesManifests(r), false
 		default:
-			return deletes.Add(1) == 2, landFiles
+			return !deletesManifests(r), landFiles
 		}
 	}
 	var kill atomic.Pointer[func()]
@@ -460,6 +461,24 @@ func isDeleteRequest(r *http.Request, name string) bool {
 		return true
 	}
 	return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/"+lifecycle.TableDir(name))
+}
+
+// deletesManifests: a delete request names manifests (keys under
+// _versions/): in its path, or in its body (an S3 DeleteObjects' XML, an
+// Azure Blob Batch's sub-requests). The body is read and put back for the
+// proxy to forward.
+func deletesManifests(r *http.Request) bool {
+	if r.Method == http.MethodDelete {
+		return strings.Contains(r.URL.Path, "/"+lance.VersionsDir)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		panic(fmt.Sprintf("the proxy's request body: %v", err)) // a bytes.Reader
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	// Azure escapes the slashes of a blob name in a sub-request's path.
+	escaped := "%2F" + strings.ReplaceAll(lance.VersionsDir, "/", "%2F")
+	return bytes.Contains(body, []byte("/"+lance.VersionsDir)) || bytes.Contains(body, []byte(escaped))
 }
 
 // recordManifests reads table name's record (it must be there) and returns
