@@ -84,6 +84,20 @@ func s3Backend(t testing.TB, prefix string) *backend {
 	return b
 }
 
+// s3ddbBackend is an s3+ddb:// root under prefix: the objects in a fresh
+// bucket of the shared S3 server, the commit rows in a fresh table of the
+// shared DynamoDB server (dynalite), where the LanceDB client commits
+// them. The storage options carry dynamodb_endpoint, the one Lance reads;
+// a proxy (via) replaces only the S3 endpoint.
+func s3ddbBackend(t testing.TB, prefix string) *backend {
+	t.Helper()
+	srv := objstoretest.S3(t)
+	ddb := objstoretest.DDB(t)
+	opts := srv.Options()
+	opts["dynamodb_endpoint"] = ddb.Endpoint
+	return openBackend(t, "s3+ddb", objstoretest.S3DDBURI(srv, ddb, prefix), opts, "", &srv)
+}
+
 func openBackend(t testing.TB, name, uri string, opts map[string]string, dir string, srv *objstoretest.S3Server) *backend {
 	t.Helper()
 	raw, err := all.Open(context.Background(), uri, opts)

@@ -52,18 +52,33 @@ func requireLanceDB(t testing.TB) string {
 type lanceWriter struct {
 	p   *nodetest.Process
 	uri string
+	// opts are the storage options the client reaches uri with (nil for a
+	// local root).
+	opts map[string]string
 }
 
 func startLanceWriter(t testing.TB, uri string) *lanceWriter {
 	t.Helper()
-	return &lanceWriter{p: nodetest.Start(t, requireLanceDB(t), interopScript(t, "retention_writer.mjs")), uri: uri}
+	return startLanceWriterWith(t, uri, nil)
+}
+
+// startLanceWriterWith starts a writer of the root at uri, which the client
+// reaches with the storage options opts (a server's: S3, Azure, s3+ddb).
+func startLanceWriterWith(t testing.TB, uri string, opts map[string]string) *lanceWriter {
+	t.Helper()
+	return &lanceWriter{p: nodetest.Start(t, requireLanceDB(t), interopScript(t, "retention_writer.mjs")), uri: uri, opts: opts}
 }
 
 // call sends one request for the tables of uri and decodes its answer into
 // out. It returns an error rather than failing, so that it can run on a
-// goroutine beside the reaper processes.
+// goroutine beside the reaper processes. The writer's storage options go
+// with a request for its own root; another uri (a local copy) has none.
 func (w *lanceWriter) call(uri, cmd string, tables any, out any) error {
-	return w.p.Call(cmd, map[string]any{"cmd": cmd, "uri": uri, "tables": tables}, out)
+	req := map[string]any{"cmd": cmd, "uri": uri, "tables": tables}
+	if uri == w.uri && w.opts != nil {
+		req["storageOptions"] = w.opts
+	}
+	return w.p.Call(cmd, req, out)
 }
 
 // versionRecord is what the writer read from a version it made, right
@@ -141,6 +156,20 @@ func (w *lanceWriter) verify(uri string, names []string) ([]verifiedTable, error
 	}
 	err := w.call(uri, "verify", specs, &out)
 	return out.Tables, err
+}
+
+// drop drops the tables with LanceDB's own dropTable: their directories go
+// (on s3+ddb their commit rows too), and a create of the same name makes a
+// new table.
+func (w *lanceWriter) drop(names []string) error {
+	specs := make([]map[string]string, len(names))
+	for i, n := range names {
+		specs[i] = map[string]string{"name": n}
+	}
+	var out struct {
+		Tables []writeResult `json:"tables"`
+	}
+	return w.call(w.uri, "drop", specs, &out)
 }
 
 type lanceCleanup struct {

@@ -28,6 +28,7 @@
 //	REAPER_TEST_CHAOS_REPLICA_ROUNDS=N rounds of the replica suite
 //	REAPER_TEST_CHAOS_ROOT_MOVES=N     local roots repointed mid-purge
 //	REAPER_TEST_CHAOS_RETAIN_ROUNDS=N  rounds of the retention suite beside LanceDB
+//	REAPER_TEST_CHAOS_RECORD_ROUNDS=N  rounds of the retention record suite on each backend
 //	REAPER_TEST_CHAOS_RACE_BIN=1       build the reaper binary with -race
 //	REAPER_TEST_BIN=PATH               use this reaper binary (make test: ./bin/reaper)
 package chaos

@@ -276,28 +276,10 @@ func (rc *retainChaos) referencedBy(name, key string) string {
 func (rc *retainChaos) checkNoLeaks(where string) {
 	t := rc.t
 	for _, tb := range rc.tables {
-		tbl := rc.readRefs(tb.name, where)
-		keys, indices := map[string]bool{}, map[string]bool{}
-		for _, v := range slices.Concat(tbl.Versions, tbl.Detached) {
-			k, ix := v.Refs()
-			for _, x := range append(k, v.Key) {
-				keys[x] = true
-			}
-			for _, x := range ix {
-				indices[x] = true
-			}
-		}
 		var leaked []string
-		for _, o := range tbl.Objects {
-			uuid, _, _ := strings.Cut(strings.TrimPrefix(o.Key, lance.IndicesDir), "/")
-			switch {
-			case keys[o.Key], strings.HasPrefix(o.Key, lance.IndicesDir) && indices[uuid]:
-			case o.Key == lance.VersionsDir+"latest_version_hint.json":
-			default:
-				leaked = append(leaked, fmt.Sprintf("%s (%s)", o.Key, rc.referencedBy(tb.name, o.Key)))
-			}
+		for _, k := range unreferenced(rc.readRefs(tb.name, where)) {
+			leaked = append(leaked, fmt.Sprintf("%s (%s)", k, rc.referencedBy(tb.name, k)))
 		}
-		slices.Sort(leaked)
 		if len(leaked) > 0 && rc.writeErrors {
 			t.Logf("%s: %s: files no listed version references, perhaps of the failed writes: %v", where, tb.name, leaked)
 		} else if len(leaked) > 0 {
@@ -306,4 +288,32 @@ func (rc *retainChaos) checkNoLeaks(where string) {
 	}
 	require.Empty(t, rc.records(), "%s: retention records left after a clean pass", where)
 	require.Empty(t, leases(t, rc.b), "%s: leases left after a clean pass", where)
+}
+
+// unreferenced are the files of the directories Lance's cleanup manages
+// that no version of tbl (main or detached) references, sorted: after a
+// finished cleanup of a table nobody writes, a leak.
+func unreferenced(tbl *lance.Table) []string {
+	keys, indices := map[string]bool{}, map[string]bool{}
+	for _, v := range slices.Concat(tbl.Versions, tbl.Detached) {
+		k, ix := v.Refs()
+		for _, x := range append(k, v.Key) {
+			keys[x] = true
+		}
+		for _, x := range ix {
+			indices[x] = true
+		}
+	}
+	var out []string
+	for _, o := range tbl.Objects {
+		uuid, _, _ := strings.Cut(strings.TrimPrefix(o.Key, lance.IndicesDir), "/")
+		switch {
+		case keys[o.Key], strings.HasPrefix(o.Key, lance.IndicesDir) && indices[uuid]:
+		case o.Key == lance.VersionsDir+"latest_version_hint.json":
+		default:
+			out = append(out, o.Key)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -25,6 +25,10 @@
 //     Date(cutoff_ms), deleteUnverified: false}): Lance's own cleanup.
 //     Answer: {"tables": [{"name", "versions_before", "versions_after",
 //     "error"}]}.
+//   drop    [{name}]                  LanceDB's own dropTable (it deletes the
+//     table's directory, and on s3+ddb its commit rows), and forgets what this
+//     writer recorded of it: a create of the same name makes a new table.
+//     Answer: {"tables": [{"name", "versions": [], "ops": []}]}.
 //
 // Operations of a write (op.op):
 //   add {from, to}            append rows with ids [from, to)
@@ -196,7 +200,13 @@ async function cleanup(db, spec) {
   return { name: spec.name, versions_before: before, versions_after: after, error };
 }
 
-const commands = { create, write, verify, cleanup };
+async function drop(db, spec) {
+  await db.dropTable(spec.name);
+  states.delete(spec.name);
+  return { name: spec.name, versions: [], ops: [] };
+}
+
+const commands = { create, write, verify, cleanup, drop };
 const dbs = new Map();
 
 async function connect(uri, storageOptions) {
