@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -14,6 +15,7 @@ func (t *Table) readRefs(ctx context.Context, store objstore.Store) error {
 	if err != nil {
 		return err
 	}
+	defer func() { t.RefsListed = slices.Concat(t.RefsListed, tags) }() // after the branches: ListRefs' order
 	for _, o := range tags {
 		// Lance lists one level and takes the names ending in .json.
 		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, tagsDir), ".json")
@@ -34,6 +36,7 @@ func (t *Table) readRefs(ctx context.Context, store objstore.Store) error {
 	if err != nil {
 		return err
 	}
+	t.RefsListed = branches
 	for _, o := range branches {
 		// Lance lists the folder recursively: a name may hold "/", stored
 		// nested or escaped as %2F.

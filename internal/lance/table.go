@@ -56,7 +56,10 @@ type Table struct {
 	Objects  []objstore.Object
 	Tags     []Tag
 	Branches []Branch
-	names    *names
+	// RefsListed is the listing of _refs/ the tags and branches were read
+	// from (branches, then tags: ListRefs' order).
+	RefsListed []objstore.Object
+	names      *names
 	// bases collects what versions read through base paths (bases.go).
 	bases *baseSet
 }
@@ -77,7 +80,20 @@ var managedDirs = []string{VersionsDir, TransactionsDir, DataDir, IndicesDir, De
 // is an *UnsupportedError (errors.Is(err, ErrUnsupported)); any other error
 // is a failure to read it.
 func ReadTable(ctx context.Context, store objstore.Store, dir string) (*Table, error) {
-	t, err := again(ctx, func() (*Table, error) { return readTable(ctx, store, dir) })
+	return ReadTableKnown(ctx, store, dir, nil)
+}
+
+// ReadTableKnown is ReadTable that takes a manifest from prev, the same
+// table read earlier (nil: none), instead of reading it again while it is
+// listed as the same object (key, size, LastModified): manifests are
+// written once, so a process that reads a table pass after pass reads only
+// those written since. Every directory is listed afresh.
+func ReadTableKnown(ctx context.Context, store objstore.Store, dir string, prev *Table) (*Table, error) {
+	var known map[string]Version
+	if prev != nil && prev.Dir == dir {
+		known = prev.known()
+	}
+	t, err := again(ctx, func() (*Table, error) { return readTable(ctx, store, dir, known) })
 	var fe *formatError
 	if errors.As(err, &fe) {
 		return nil, &UnsupportedError{Dir: dir, Reason: fe.msg, Bases: fe.bases}
@@ -85,7 +101,7 @@ func ReadTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 	return t, err
 }
 
-func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, error) {
+func readTable(ctx context.Context, store objstore.Store, dir string, known map[string]Version) (*Table, error) {
 	if !strings.HasSuffix(dir, "/") || objstore.ValidateKey(dir) != nil {
 		return nil, fmt.Errorf("table directory %q: want a key prefix ending in \"/\", such as \"t.lance/\"", dir)
 	}
@@ -98,7 +114,7 @@ func readTable(ctx context.Context, store objstore.Store, dir string) (*Table, e
 	if err != nil {
 		return nil, err
 	}
-	listed, err := t.readManaged(ctx, store)
+	listed, err := t.readManaged(ctx, store, known)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +158,7 @@ func again(ctx context.Context, read func() (*Table, error)) (*Table, error) {
 // held 75,000 files spent half its read listing it before the first
 // manifest was asked for. It returns each directory's listing, in
 // managedDirs' order.
-func (t *Table) readManaged(ctx context.Context, store objstore.Store) ([][]objstore.Object, error) {
+func (t *Table) readManaged(ctx context.Context, store objstore.Store, known map[string]Version) ([][]objstore.Object, error) {
 	g, ctx := errgroup.WithContext(ctx)
 	listed := make([][]objstore.Object, len(managedDirs))
 	for i, d := range managedDirs {
@@ -156,7 +172,7 @@ func (t *Table) readManaged(ctx context.Context, store objstore.Store) ([][]objs
 			}
 			listed[i] = objs
 			if d == VersionsDir {
-				return t.readVersions(ctx, store, objs, nil)
+				return t.readVersions(ctx, store, objs, known)
 			}
 			return nil
 		})
@@ -252,12 +268,7 @@ func (t *Table) Refresh(ctx context.Context, store objstore.Store) (*Table, erro
 }
 
 func (t *Table) refresh(ctx context.Context, store objstore.Store) (*Table, error) {
-	known := map[string]Version{}
-	for _, vs := range [][]Version{t.Versions, t.Detached} {
-		for _, v := range vs {
-			known[v.Key] = v
-		}
-	}
+	known := t.known()
 	objs, err := walk(ctx, store, t.Dir, VersionsDir)
 	if err != nil {
 		return nil, err
@@ -276,6 +287,17 @@ func (t *Table) refresh(ctx context.Context, store objstore.Store) (*Table, erro
 		return nil, err
 	}
 	return nt, nt.basesRefused()
+}
+
+// known are the versions of main and the detached ones read, by key.
+func (t *Table) known() map[string]Version {
+	known := map[string]Version{}
+	for _, vs := range [][]Version{t.Versions, t.Detached} {
+		for _, v := range vs {
+			known[v.Key] = v
+		}
+	}
+	return known
 }
 
 // RefreshRefs reads the table's tags and branches again (with each

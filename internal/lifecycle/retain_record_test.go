@@ -121,7 +121,7 @@ func TestRetainPlanOfADroppedAndRecreatedTable(t *testing.T) {
 		p := w.proc("retainer", 0)
 		putLanceFixture(t, w.store, "t")
 		policy := fixturePolicy(t, w.store, "t")
-		plan, err := p.ns.PlanTableRetention(ctx, policy, "t", mustNow(t, w.store), false)
+		plan, err := p.ns.PlanTableRetention(ctx, policy, "t", TablePlanOptions{Now: mustNow(t, w.store)})
 		require.NoError(t, err)
 		require.Equal(t, []uint64{1, 3, 4}, plan.Plan.Removed)
 		for k := range snapshot(t, w.store) {
@@ -277,4 +277,46 @@ func TestRetainReadsTheTagsBeforeEveryManifestBatch(t *testing.T) {
 		require.Len(t, res.Warnings, 1)
 		require.Contains(t, res.Warnings[0], `tag "gone" names version 1`)
 	})
+}
+
+// An idle memo never says "still idle" where a full plan finds something
+// to do: for several policies, a memo made when the fixture had nothing to
+// do is asked at later times of the store's clock, before and after a tag
+// is deleted, and each "still idle" is checked against a plan that reads
+// the table whole.
+func TestIdleMemoNeverHidesWork(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range []retention.Policy{
+		{OlderThan: time.Hour},
+		{OlderThan: time.Hour, KeepVersions: 2},
+		{OlderThan: time.Hour, KeepVersions: 10},
+		{OlderThan: 7 * 24 * time.Hour, UnverifiedAfter: 2 * time.Hour},
+		{Before: time.Now().Add(-time.Hour)},
+	} {
+		s := clockMemory()
+		ns := newNS(t, s, &clock{})
+		putLanceFixture(t, s, "t")
+		now := mustNow(t, s)
+		first, err := ns.PlanTableRetention(ctx, p, "t", TablePlanOptions{Now: now})
+		require.NoError(t, err)
+		require.Equal(t, RetentionNothingToDo, first.Result, "%+v: the fixture was just written", p)
+		require.NotNil(t, first.Memo)
+		idleSeen := 0
+		for _, untag := range []bool{false, true} {
+			if untag {
+				require.NoError(t, s.Delete(ctx, TableDir("t")+"_refs/tags/release.json"))
+			}
+			for _, later := range []time.Duration{0, 30 * time.Minute, 61 * time.Minute, 3 * time.Hour, 8 * 24 * time.Hour} {
+				at := now.Add(later)
+				idle, err := ns.StillIdle(ctx, "t", first.Memo, p, at)
+				require.NoError(t, err)
+				full := ns.planTable(ctx, "t", p, at, false)
+				if idle {
+					idleSeen++
+					require.Equal(t, RetentionNothingToDo, full.Result, "%+v at +%s (untagged %t): the memo said idle, the table has work", p, later, untag)
+				}
+			}
+		}
+		require.Positive(t, idleSeen, "%+v: the memo is of some use", p)
+	}
 }

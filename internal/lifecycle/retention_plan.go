@@ -58,6 +58,11 @@ type RetentionPlan struct {
 	// of the root (KeptFor, by name) read them through base paths.
 	KeptForOthers int
 	KeptFor       string
+	// Memo, on a plan with nothing to do, is what the next pass of the same
+	// process needs to tell the table is still idle (retain_idle.go);
+	// Unchanged: this plan is such a pass's, nothing read.
+	Memo      *IdleMemo
+	Unchanged bool
 	// table is the table as read for the plan: a run that executes the
 	// plan reads only what changed since (lance.Table.Refresh).
 	table *lance.Table
@@ -169,25 +174,53 @@ func recordSeen(s TableStatus) *RecordInfo {
 	return &RecordInfo{}
 }
 
+// TablePlanOptions are what a caller's own listing of the root says of a
+// table it plans (PlanTableRetention).
+type TablePlanOptions struct {
+	// Now is the store's clock of that listing: the plan is judged at it.
+	Now time.Time
+	// Record: the listing showed a retention record beside the table
+	// (TableStatus.RetainRecord); the plan reads it.
+	Record bool
+	// Memo is what the same process's last plan of the table left
+	// (RetentionPlan.Memo): a table still idle by it is not read
+	// (retain_idle.go), and one that changed is read with its manifests
+	// taken from the memo where they are the same objects.
+	Memo *IdleMemo
+}
+
 // PlanTableRetention plans one table a caller's own listing found live,
-// judged at now (the store's clock of that listing), without listing the
-// root again: a pass plans each live table of its plan so, and a run
-// executes the plan (RetainOptions.Plan). record says the listing showed a
-// retention record beside the table (TableStatus.RetainRecord): the plan
-// reads it. Deletes nothing.
-func (ns *Namespace) PlanTableRetention(ctx context.Context, p retention.Policy, name string, now time.Time, record bool) (RetentionPlan, error) {
+// without listing the root again: a pass plans each live table of its plan
+// so, and a run executes the plan (RetainOptions.Plan). Deletes nothing.
+func (ns *Namespace) PlanTableRetention(ctx context.Context, p retention.Policy, name string, o TablePlanOptions) (RetentionPlan, error) {
 	if err := p.Validate(); err != nil {
 		return RetentionPlan{}, err
 	}
 	if err := ValidateName(name); err != nil {
 		return RetentionPlan{}, err
 	}
-	return ns.planTable(ctx, name, p, now, record), nil
+	if !o.Record {
+		idle, err := ns.StillIdle(ctx, name, o.Memo, p, o.Now)
+		switch {
+		case err != nil:
+			return RetentionPlan{Name: name, Now: o.Now, Result: RetentionFailed, Reason: err.Error(), err: err}, nil
+		case idle:
+			// Unchanged since its last plan: nothing to do, nothing read.
+			return RetentionPlan{Name: name, Now: o.Now, Result: RetentionNothingToDo, Memo: o.Memo, Unchanged: true}, nil
+		}
+	}
+	return ns.planTableFrom(ctx, name, p, o.Now, o.Record, o.Memo.Manifests()), nil
 }
 
 // planTable reads and plans one table, and the record beside it when
 // record says there is one. Under a table's lease ctx is the fenced one.
 func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Policy, now time.Time, record bool) RetentionPlan {
+	return ns.planTableFrom(ctx, name, p, now, record, nil)
+}
+
+// planTableFrom is planTable taking what manifests it can from prev, the
+// table read earlier (nil: none).
+func (ns *Namespace) planTableFrom(ctx context.Context, name string, p retention.Policy, now time.Time, record bool, prev *lance.Table) RetentionPlan {
 	ctx = withTable(ctx, name)
 	rp := RetentionPlan{Name: name, Now: now}
 	var rec *retainRecord
@@ -199,7 +232,7 @@ func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Pol
 			return rp
 		}
 	}
-	t, err := lance.ReadTable(ctx, ns.store, TableDir(name))
+	t, err := lance.ReadTableKnown(ctx, ns.store, TableDir(name), prev)
 	var ue *lance.UnsupportedError
 	switch {
 	case errors.As(err, &ue):
@@ -227,6 +260,8 @@ func (ns *Namespace) planTable(ctx context.Context, name string, p retention.Pol
 	rp.Result = RetentionNothingToDo
 	if len(plan.Files) > 0 || len(plan.Removed) > 0 {
 		rp.Result = RetentionPlanned
+	} else if rec == nil {
+		rp.Memo = idleMemoOf(t, p, now)
 	}
 	return rp
 }

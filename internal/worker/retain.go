@@ -105,6 +105,9 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 	// its plan protected. limits.table_concurrency tables at a time in
 	// both, as purges go; each deletes with its own adaptive concurrency.
 	plans, planErrs, visited := p.planLive(ctx, ns, rr, live, policy)
+	if visited == len(live) {
+		p.w.memos.keepOnly(rr.Root, live)
+	}
 	var protected map[string]*lifecycle.Protected
 	if !p.retainNamed() {
 		protected = ns.ProtectedBy(plans[:visited])
@@ -172,7 +175,9 @@ func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			plans[i], errs[i] = ns.PlanTableRetention(ctx, policy, t.name, rr.planNow, t.record)
+			plans[i], errs[i] = ns.PlanTableRetention(ctx, policy, t.name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: t.record,
+				Memo: p.w.memos.get(rr.Root, t.name)})
+			p.w.memos.put(rr.Root, t.name, plans[i].Memo)
 			mu.Lock()
 			keep := plans[i].Result == lifecycle.RetentionPlanned && kept+plans[i].Versions <= keptVersions && !p.rep.DryRun
 			if keep {
@@ -292,6 +297,9 @@ func (p *pass) judgePlan(ctx context.Context, d *Retained, pl lifecycle.Retentio
 		return true
 	case pl.Result == lifecycle.RetentionNothingToDo && pl.Record == nil:
 		d.Action, d.Reason, d.Detail = outcome.Skipped, outcome.ReasonNothingToDo, what+"no version old enough to remove"
+		if pl.Unchanged {
+			d.Detail += " (unchanged since the last pass: not read again)"
+		}
 		// With delete_unverified a run also removes the empty index
 		// directories a local disk may hold: it runs (under its lease).
 		return !pruneIdle

@@ -81,6 +81,9 @@ type Worker struct {
 	// replacing their retention sections (retention is on everywhere):
 	// `reaper retain --older-than`.
 	Policy *retention.Policy
+	// memos are what this Worker's passes remember of idle tables for
+	// the next (retain_memo.go).
+	memos memos
 	// OnRetentionPlan, when set, receives each live table's retention plan
 	// as it is made, before it runs (a dry run: instead), from the
 	// retaining goroutines: a dry run's report lists its files.
