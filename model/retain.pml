@@ -63,6 +63,10 @@
 #define DELETE_UNLISTED 1   /* a planned version whose manifest is not listed at the recheck stays removed, and its
                              * key is deleted all the same; 0: the recheck drops it (nothing of it to delete) */
 #endif
+#ifndef TAG_REREAD
+#define TAG_REREAD 1        /* the tags read again before each manifest batch, a step before its delete;
+                             * 0: only by the recheck (the old code); 2: atomically with the delete (no window) */
+#endif
 
 /* ---- the table ----------------------------------------------------------- */
 #define NV 4                /* manifest keys _versions/1..4.manifest; bit k of a mask is version k */
@@ -357,14 +361,40 @@ proctype Reaper()
 		MAYCRASH("@ run %d crashes before its first recheck\n");
 		atomic { recheck(false); ph = 2 }
 
-		/* The removed versions' manifests, oldest first, one per batch. */
+		/* The removed versions' manifests, oldest first, one per batch.
+		 * Before each batch the run reads the tags again
+		 * (untaggedManifests, the batch deleter's filter): a version
+		 * tagged since keeps its manifest, and the recheck after the
+		 * manifests finds it tagged. The read is made once the batch has
+		 * its slot, just before the delete is sent, but it is a request
+		 * of its own: a tag committed between the two is not seen. */
 		k = 1;
 		do
 		:: k > NV -> break
 		:: k <= NV && !HAS(rem, k) -> k++
 		:: k <= NV && HAS(rem, k) ->
 			MAYCRASH("@ run %d crashes before a manifest delete\n");
+#if TAG_REREAD == 1
+			if
+			:: atomic { HAS(tagm, k) ->
+				printf("@ run %d reads the tags again: v%d is tagged, its manifest stays\n", nrun + 1, k);
+				k++ }
+			:: atomic { !HAS(tagm, k) ->
+				printf("@ run %d reads the tags again: v%d is not tagged\n", nrun + 1, k) };
+				atomic { delete_manifest(); k++ }
+			fi
+#elif TAG_REREAD == 2
+			atomic {
+				if
+				:: HAS(tagm, k) ->
+					printf("@ run %d reads the tags again: v%d is tagged, its manifest stays\n", nrun + 1, k)
+				:: else -> delete_manifest()
+				fi;
+				k++
+			}
+#else
 			atomic { delete_manifest(); k++ }
+#endif
 		od;
 
 		/* Recheck again, then the files, one per batch. */
@@ -414,7 +444,12 @@ stop:
 /* A writer may tag or restore v now. After a run's first recheck only a
  * version its policy keeps (newer than the cutoff, the newest, or tagged):
  * restoring or tagging an older one races any cleanup, Lance's own too
- * (RETENTION.md, "Restoring an old version races any cleanup, by design"). */
+ * (RETENTION.md, "Restoring an old version races any cleanup, by design").
+ * RACE=1 lifts that: the run then reads the tags again before each
+ * manifest batch (TAG_REREAD), and what is left is the window between that
+ * read and the delete. A tag is made only on a listed version: one made on
+ * a version whose manifest is gone (Lance checks, then writes the tag) is
+ * the run's danglingTags warning, not modelled. */
 #define ALLOWED(v) (RACE || ph < 2 || vt[v] >= gcut || v == nw || HAS(tagm, v))
 
 #if RECREATE_MIDRUN == 2
