@@ -86,6 +86,8 @@ func TestRetainModel(t *testing.T) {
 			violated: "r1_manifest_of_removed",
 			trail:    []string{"drops the table and creates it again", "rechecks", "restores v\\d: v\\d", "deletes the manifest of v\\d \\(incarnation 2,"},
 		},
+		// The candidate fix (not the code yet): the recheck drops a planned
+		// version whose manifest is not listed, so its key is not deleted.
 		{
 			name:    "drop and create before the recheck, a version not listed then dropped from the deletes",
 			defines: []string{"-DRECREATE_MIDRUN=1", "-DDELETE_UNLISTED=0", "-DNRUNS=2"},
