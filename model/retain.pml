@@ -8,6 +8,7 @@
  *
  *   spin -a retain.pml && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c && ./pan -m100000
  *   spin -DBLIND_RECORD=1 -a retain.pml ...   the old rule: finds the counterexample
+ *   spin -DRECREATE_MIDRUN=1 -DKEY_ONLY_REFRESH=1 -a retain.pml ...   the old Refresh and Recheck
  *
  * Runs do not overlap: each holds the table's lease, and reaper.pml checks
  * that a holder's requests never land after a takeover. So one process plays
@@ -36,7 +37,7 @@
 #define RECREATE 1          /* a LanceDB drop and create of the table, at most once, between runs */
 #endif
 #ifndef RECREATE_MIDRUN
-#define RECREATE_MIDRUN 0   /* 1: ... or during a run, before its first recheck */
+#define RECREATE_MIDRUN 0   /* 1: ... or during a run, before its first recheck; 2: at any step of a run */
 #endif
 #ifndef WRITER
 #define WRITER 1            /* tags and restores by a LanceDB writer */
@@ -46,6 +47,25 @@
 #endif
 #ifndef RACE
 #define RACE 0              /* 1: the writer may also tag or restore, after the recheck, a version the run removes */
+#endif
+#ifndef KEY_ONLY_REFRESH
+#define KEY_ONLY_REFRESH 0  /* 1: the old Refresh and Recheck: a manifest read before is reused by its key, and a
+                             * planned version still listed stays removed whatever manifest is listed for it */
+#endif
+#ifndef REFRESH_SAME_OBJECT
+#define REFRESH_SAME_OBJECT (1 - KEY_ONLY_REFRESH)  /* Refresh reuses a manifest only while it is listed as read */
+#endif
+#ifndef RECHECK_IDENTITY
+#define RECHECK_IDENTITY (1 - KEY_ONLY_REFRESH)     /* Recheck keeps a listed version removed only while its manifest
+                                                     * is the planned one, and not once the manifests were deleted */
+#endif
+#ifndef DELETE_UNLISTED
+#define DELETE_UNLISTED 1   /* a planned version whose manifest is not listed at the recheck stays removed, and its
+                             * key is deleted all the same; 0: the recheck drops it (nothing of it to delete) */
+#endif
+#ifndef TAG_REREAD
+#define TAG_REREAD 1        /* the tags read again before each manifest batch, a step before its delete;
+                             * 0: only by the recheck (the old code); 2: atomically with the delete (no window) */
 #endif
 
 /* ---- the table ----------------------------------------------------------- */
@@ -141,13 +161,21 @@ inline listed_refs()
 
 /* ---- the retention runs -------------------------------------------------- */
 
-/* Recheck (retention.Recheck, on the table read again): a planned version
- * stays removed while it is not the newest nor tagged; a planned file is
- * deleted while no version left standing references it. The versions read
- * again are those of lance.Table.Refresh: a manifest it read before is
- * taken from what it read then, by its key. Used inside atomic steps of
- * the Reaper, on its locals. */
-inline recheck()
+/* Recheck (retention.Recheck, on the table read again by
+ * lance.Table.Refresh), md: manifestsDeleted. A planned version stays
+ * removed while it is not the newest nor tagged, and, if its manifest is
+ * still listed, while that manifest is the planned one (Removal.Is: same
+ * key, size and LastModified) and the manifests are not deleted yet (after
+ * them a version still listed stands); a planned file is deleted while no
+ * version left standing references it. Refresh takes a manifest it has
+ * read before from what it read, by its key, while it is listed as the
+ * object it read (sameObject: same size and LastModified), and reads it
+ * again otherwise. The size is not modelled: a manifest written again at a
+ * key may well have the same size, so only LastModified (vlm) tells two
+ * objects apart. With KEY_ONLY_REFRESH=1 the old Refresh (by key alone)
+ * and the old Recheck (by version number alone). Used inside atomic steps
+ * of the Reaper, on its locals. */
+inline recheck(md)
 {
 	newest();
 	rem = rem & ~BIT(nw) & ~tagm;
@@ -158,16 +186,45 @@ inline recheck()
 	:: j <= NV ->
 		if
 		:: HAS(vm, j) ->
+#if RECHECK_IDENTITY
+			if :: HAS(rem, j) && (md || vlm[j] != plm[j]) -> rem = rem & ~BIT(j) :: else fi;
+#endif
+#if REFRESH_SAME_OBJECT
+			if :: !HAS(kn, j) || klm[j] != vlm[j] -> kref[j] = vref[j]; klm[j] = vlm[j] :: else fi;
+#else
 			if :: !HAS(kn, j) -> kref[j] = vref[j] :: else fi;
+#endif
 			if :: !HAS(rem, j) -> us = us | kref[j] :: else fi
-		:: else -> kref[j] = 0
+		:: else ->
+#if !DELETE_UNLISTED
+			if :: !md -> rem = rem & ~BIT(j) :: else fi;
+#endif
+			kref[j] = 0; klm[j] = 0
 		fi;
+		if :: !HAS(rem, j) -> plm[j] = 0 :: else fi;
 		j++
 	od;
 	j = 0;
 	kn = vm; pf = pf & ~us;
 	printf("@ run %d rechecks: removes versions %c%c%c%c, files %c%c%c%c%c\n", nrun + 1, VS(rem), FS(pf));
 	nw = 0; us = 0
+}
+
+/* The delete of v k's manifest (its key: whatever object is there), in
+ * the atomic step in which it lands, and r1 checked there. Used by the
+ * Reaper, on its locals. */
+inline delete_manifest()
+{
+	if
+	:: HAS(vm, k) ->
+		newest();
+		printf("@ run %d deletes the manifest of v%d (incarnation %d, timestamp %d)\n", nrun + 1, k, vinc[k], vt[k]);
+		r1_manifest_of_removed = (vt[k] < gcut && k != nw && !HAS(tagm, k));
+		assert(r1_manifest_of_removed);
+		vm = vm & ~BIT(k); vinc[k] = 0; vt[k] = 0; vlm[k] = 0; vref[k] = 0;
+		nw = 0
+	:: else
+	fi
 }
 
 /* A crash: the run stops here for good and the next run starts. The
@@ -181,8 +238,10 @@ proctype Reaper()
 	byte pcut = 1;          /* the previous run's cutoff (SAME_POLICY) */
 	byte rem;               /* the versions this run removes */
 	byte pf;                /* the data files it deletes */
+	byte plm[NV + 1];       /* the plan's Removal of each version it removes: its manifest's LastModified */
 	byte kn;                /* the manifests it has read, by key (lance.Table.Refresh) */
 	byte kref[NV + 1];      /* what it read in them */
+	byte klm[NV + 1];       /* and their LastModified as listed then (REFRESH_SAME_OBJECT) */
 	byte k;
 
 	do
@@ -208,6 +267,9 @@ proctype Reaper()
 			:: j > NV -> break
 			:: j <= NV ->
 				kref[j] = vref[j];
+#if REFRESH_SAME_OBJECT
+				klm[j] = vlm[j];
+#endif
 				if
 				:: HAS(vm, j) && vt[j] < cut && j != nw && !HAS(tagm, j) ->
 					rem = rem | BIT(j); ur = ur | vref[j]
@@ -254,6 +316,17 @@ proctype Reaper()
 #endif
 			:: else
 			fi;
+#if RECHECK_IDENTITY
+			/* The plan's removals, each with the manifest it names as
+			 * listed now (the old rule's versions too: it checked no
+			 * identity of them). */
+			j = 1;
+			do
+			:: j > NV -> break
+			:: j <= NV -> if :: HAS(rem, j) -> plm[j] = vlm[j] :: else fi; j++
+			od;
+			j = 0;
+#endif
 			nw = 0; ur = 0; us = 0
 		}
 
@@ -286,33 +359,47 @@ proctype Reaper()
 
 		/* Recheck before the manifests. */
 		MAYCRASH("@ run %d crashes before its first recheck\n");
-		atomic { recheck(); ph = 2 }
+		atomic { recheck(false); ph = 2 }
 
-		/* The removed versions' manifests, oldest first, one per batch. */
+		/* The removed versions' manifests, oldest first, one per batch.
+		 * Before each batch the run reads the tags again
+		 * (untaggedManifests, the batch deleter's filter): a version
+		 * tagged since keeps its manifest, and the recheck after the
+		 * manifests finds it tagged. The read is made once the batch has
+		 * its slot, just before the delete is sent, but it is a request
+		 * of its own: a tag committed between the two is not seen. */
 		k = 1;
 		do
 		:: k > NV -> break
 		:: k <= NV && !HAS(rem, k) -> k++
 		:: k <= NV && HAS(rem, k) ->
 			MAYCRASH("@ run %d crashes before a manifest delete\n");
+#if TAG_REREAD == 1
+			if
+			:: atomic { HAS(tagm, k) ->
+				printf("@ run %d reads the tags again: v%d is tagged, its manifest stays\n", nrun + 1, k);
+				k++ }
+			:: atomic { !HAS(tagm, k) ->
+				printf("@ run %d reads the tags again: v%d is not tagged\n", nrun + 1, k) };
+				atomic { delete_manifest(); k++ }
+			fi
+#elif TAG_REREAD == 2
 			atomic {
 				if
-				:: HAS(vm, k) ->
-					newest();
-					printf("@ run %d deletes the manifest of v%d (incarnation %d, timestamp %d)\n", nrun + 1, k, vinc[k], vt[k]);
-					r1_manifest_of_removed = (vt[k] < gcut && k != nw && !HAS(tagm, k));
-					assert(r1_manifest_of_removed);
-					vm = vm & ~BIT(k); vinc[k] = 0; vt[k] = 0; vlm[k] = 0; vref[k] = 0;
-					nw = 0
-				:: else
+				:: HAS(tagm, k) ->
+					printf("@ run %d reads the tags again: v%d is tagged, its manifest stays\n", nrun + 1, k)
+				:: else -> delete_manifest()
 				fi;
 				k++
 			}
+#else
+			atomic { delete_manifest(); k++ }
+#endif
 		od;
 
 		/* Recheck again, then the files, one per batch. */
 		MAYCRASH("@ run %d crashes before its second recheck\n");
-		atomic { recheck() }
+		atomic { recheck(true) }
 		k = 0;
 		do
 		:: k >= NF -> break
@@ -345,7 +432,9 @@ stop:
 		/* The run is over, finished or crashed: the next one starts. */
 		atomic {
 			nrun++; ph = 0; gcut = 0; cut = 0; rem = 0; pf = 0; kn = 0; k = 0;
-			kref[1] = 0; kref[2] = 0; kref[3] = 0; kref[4] = 0
+			kref[1] = 0; kref[2] = 0; kref[3] = 0; kref[4] = 0;
+			klm[1] = 0; klm[2] = 0; klm[3] = 0; klm[4] = 0;
+			plm[1] = 0; plm[2] = 0; plm[3] = 0; plm[4] = 0
 		}
 	od
 }
@@ -355,10 +444,17 @@ stop:
 /* A writer may tag or restore v now. After a run's first recheck only a
  * version its policy keeps (newer than the cutoff, the newest, or tagged):
  * restoring or tagging an older one races any cleanup, Lance's own too
- * (RETENTION.md, "Restoring an old version races any cleanup, by design"). */
+ * (RETENTION.md, "Restoring an old version races any cleanup, by design").
+ * RACE=1 lifts that: the run then reads the tags again before each
+ * manifest batch (TAG_REREAD), and what is left is the window between that
+ * read and the delete. A tag is made only on a listed version: one made on
+ * a version whose manifest is gone (Lance checks, then writes the tag) is
+ * the run's danglingTags warning, not modelled. */
 #define ALLOWED(v) (RACE || ph < 2 || vt[v] >= gcut || v == nw || HAS(tagm, v))
 
-#if RECREATE_MIDRUN
+#if RECREATE_MIDRUN == 2
+#define RECREATE_OK true
+#elif RECREATE_MIDRUN
 #define RECREATE_OK (ph < 2)
 #else
 #define RECREATE_OK (ph == 0)
