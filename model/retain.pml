@@ -60,8 +60,9 @@
                                                      * is the planned one, and not once the manifests were deleted */
 #endif
 #ifndef DELETE_UNLISTED
-#define DELETE_UNLISTED 1   /* a planned version whose manifest is not listed at the recheck stays removed, and its
-                             * key is deleted all the same; 0: the recheck drops it (nothing of it to delete) */
+#define DELETE_UNLISTED 0   /* 0 (the code): the recheck before the manifests drops a planned version whose manifest
+                             * is not listed (nothing of it to delete); 1: it stayed removed and its key was deleted
+                             * all the same (the code before the model found it) */
 #endif
 #ifndef TAG_REREAD
 #define TAG_REREAD 1        /* the tags read again before each manifest batch, a step before its delete;

@@ -77,20 +77,20 @@ func TestRetainModel(t *testing.T) {
 			violated: "r1_manifest_of_removed",
 			trail:    []string{"plans with cutoff \\d: removes versions 1", "drops the table and creates it again", "rechecks: removes versions 1", "deletes the manifest of v1 \\(incarnation 2,"},
 		},
-		// What remains of finding 2: a planned version whose manifest went
-		// with the drop stays removed, and its key is deleted after the new
-		// table has committed a version there.
+		// What the model then found of finding 2: a planned version whose
+		// manifest went with the drop stayed removed, and its key was
+		// deleted after the new table had committed a version there
+		// (-DDELETE_UNLISTED=1, the code before). The recheck now drops a
+		// planned version whose manifest is not listed.
 		{
-			name:     "drop and create before the recheck, then a commit at a planned key",
-			defines:  []string{"-DRECREATE_MIDRUN=1"},
+			name:     "drop and create before the recheck, then a commit at a planned key, the recheck before the fix",
+			defines:  []string{"-DRECREATE_MIDRUN=1", "-DDELETE_UNLISTED=1"},
 			violated: "r1_manifest_of_removed",
 			trail:    []string{"drops the table and creates it again", "rechecks", "restores v\\d: v\\d", "deletes the manifest of v\\d \\(incarnation 2,"},
 		},
-		// The candidate fix (not the code yet): the recheck drops a planned
-		// version whose manifest is not listed, so its key is not deleted.
 		{
-			name:    "drop and create before the recheck, a version not listed then dropped from the deletes",
-			defines: []string{"-DRECREATE_MIDRUN=1", "-DDELETE_UNLISTED=0", "-DNRUNS=2"},
+			name:    "drop and create before the recheck, with writers: holds",
+			defines: []string{"-DRECREATE_MIDRUN=1", "-DNRUNS=2"},
 		},
 		// Finding 3: the tags are read again before each manifest batch,
 		// in a request of its own; a tag committed between that read and

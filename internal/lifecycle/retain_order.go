@@ -317,7 +317,7 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	if t, rec, err = d.narrow(ctx, t, *rec, false); err != nil {
 		return res, err
 	}
-	if err := d.delete(ctx, manifestsOf(*rec), d.untaggedManifests(t)); err != nil {
+	if err := d.delete(ctx, manifestsOf(*rec), d.manifestsStillPlanned(t, rec)); err != nil {
 		return res, err
 	}
 	// 7. Read again: a version still listed now stands. Then rows, files.
@@ -360,17 +360,32 @@ func recordedVersions(vs []recordVersion) []uint64 {
 	return out
 }
 
-// untaggedManifests is the manifest phase's check before each batch: the
-// table's tags and branches are read again, and the manifest of a version
-// tagged on main or a branch's root since goes no further (its files stay:
-// the next recheck finds it tagged). Tags created mid-run are thus seen
-// batch by batch, not only once before the first.
-func (d *retainDeleter) untaggedManifests(t *lance.Table) func(context.Context, []keyEntry) ([]keyEntry, error) {
+// manifestsStillPlanned is the manifest phase's check before each batch,
+// once the batch has its delete slot: the table's tags and branches are
+// read again, and _versions/ listed again; a manifest goes only while its
+// version is not tagged on main nor a branch's root (a tag made mid-run
+// keeps it, and the recheck before the files then keeps its files) and it
+// is listed still as planned (key, size, LastModified: a table dropped and
+// created again mid-run writes new manifests at the same keys). What is
+// left is the time between these reads and the delete.
+func (d *retainDeleter) manifestsStillPlanned(t *lance.Table, rec *retainRecord) func(context.Context, []keyEntry) ([]keyEntry, error) {
 	dir := TableDir(d.name)
+	planned := make(map[string]retention.Removal, len(rec.Versions))
+	for _, r := range rec.removals() {
+		planned[r.Key] = r
+	}
 	return func(ctx context.Context, batch []keyEntry) ([]keyEntry, error) {
 		refs, err := t.RefreshRefs(ctx, d.ns.store)
 		if err != nil {
 			return nil, fmt.Errorf("retain %q: read the tags again: %w", d.name, err)
+		}
+		listing, err := lance.ListVersions(ctx, d.ns.store, dir)
+		if err != nil {
+			return nil, fmt.Errorf("retain %q: list the versions again: %w", d.name, err)
+		}
+		listed := make(map[string]lance.Version, len(listing))
+		for _, o := range listing {
+			listed[o.Key] = lance.Version{Key: o.Key, Size: o.Size, LastModified: o.LastModified}
 		}
 		keep := map[uint64]bool{}
 		for _, tg := range refs.Tags {
@@ -383,8 +398,16 @@ func (d *retainDeleter) untaggedManifests(t *lance.Table) func(context.Context, 
 		}
 		out := batch[:0:0]
 		for _, f := range batch {
-			if n, ok := manifestVersion(strings.TrimPrefix(f.key, dir)); ok && keep[n] {
+			rel := strings.TrimPrefix(f.key, dir)
+			n, ok := manifestVersion(rel)
+			r, isPlanned := planned[rel]
+			v, isListed := listed[rel]
+			switch {
+			case ok && keep[n]:
 				d.ns.log.InfoContext(ctx, "a version tagged or branched from since the plan keeps its manifest", "table", d.name, "version", n)
+				continue
+			case !isPlanned || !isListed || !r.Is(v):
+				d.ns.log.InfoContext(ctx, "a manifest is no longer the one planned (gone, or written again): not deleted", "table", d.name, "key", rel)
 				continue
 			}
 			out = append(out, f)

@@ -20,10 +20,11 @@ import (
 // a restore that re-references old files), created a tag or a branch, or
 // renamed the manifests (migrateManifestPathsV2). A version is still
 // removed only if it is not the newest, not tagged on main, not a
-// branch's root, and its manifest is either gone or still listed as the
-// plan saw it (same key, size and LastModified: not a table dropped and
-// created again under the same name since) — and, once the manifests were deleted,
-// not listed at all: a version still listed then, under any key, is one
+// branch's root, and its manifest is still listed as the plan saw it (same
+// key, size and LastModified: not a table dropped and created again under
+// the same name since; one already gone leaves nothing to delete, and its
+// key is not deleted) — and, once the manifests were deleted, not listed
+// at all: a version still listed then, under any key, is one
 // LanceDB still reads, so it stands. A file is still deleted only if no
 // version left standing (every version of main not removed, the detached
 // ones, and every branch's manifests through base paths naming this
@@ -54,7 +55,15 @@ func Recheck(t *lance.Table, removed []Removal, files []string, manifestsDeleted
 		if drop[r.Version] {
 			continue
 		}
-		if v, ok := listed[r.Version]; ok && (manifestsDeleted || !r.Is(v)) {
+		v, ok := listed[r.Version]
+		switch {
+		case ok && (manifestsDeleted || !r.Is(v)):
+			continue
+		case !ok && !manifestsDeleted:
+			// Gone before this run deleted it (another cleanup, or the
+			// table dropped): nothing of it to delete, and its key must
+			// not be deleted later, when a table created again may have
+			// written a new manifest there.
 			continue
 		}
 		keepRemoved = append(keepRemoved, r)

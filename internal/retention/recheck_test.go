@@ -122,9 +122,9 @@ func TestRecheckNarrows(t *testing.T) {
 		{"a branch rooted at version 3", func(tb *lance.Table) {
 			tb.Branches = append(tb.Branches, lance.Branch{Name: "dev", RootVersion: 3})
 		}, []uint64{1, 2}, append(manifests(3), "_transactions/2-t3.txn", "data/b.lance", lance.IndicesDir+"i1/aux.idx", lance.IndicesDir+"i1/index.idx")},
-		{"version 1's manifest already deleted (a crash)", func(tb *lance.Table) {
+		{"version 1's manifest already gone (another cleanup, a crash): its files still go, its key is not deleted again", func(tb *lance.Table) {
 			tb.Versions = tb.Versions[1:]
-		}, []uint64{1, 2, 3}, nil},
+		}, []uint64{2, 3}, manifests(1)},
 		{"version 2's manifest renamed (migrateManifestPathsV2): the delete of the planned key would miss", func(tb *lance.Table) {
 			tb.Versions[1].Key = lance.VersionsDir + lance.ManifestName(lance.SchemeV1, 2)
 		}, []uint64{1, 3}, []string{"data/a.lance", "data/b.lance", lance.DeletionFileKey(0, 1, 7, false), "_transactions/1-t2.txn", lance.VersionsDir + lance.ManifestName(lance.SchemeV2, 2)}},
