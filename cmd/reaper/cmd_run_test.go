@@ -300,37 +300,72 @@ func TestShippedConfig(t *testing.T) {
 
 	b := localBackend(t)
 	b.writeTable(t, "live", time.Now().Add(-time.Hour))
-	o := runOptions{storeOptions: b.opts, passFlags: passFlags{ConfigPath: shipped}}
-	o.Sets = []string{"listen=127.0.0.1:0"}
-	clock := clocktest.NewFake(time.Now())
-	o.clock = clock
-	ready := make(chan string, 1)
-	o.ready = ready
-	drain := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- runDaemon(withDrain(context.Background(), drain), o, io.Discard) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("daemon exited early: %v", err)
-	}
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	d, err := startDaemon(t, runOptions{storeOptions: b.opts, passFlags: passFlags{ConfigPath: shipped}})
+	require.NoError(t, err, "daemon exited early")
 	waitCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, clock.WaitForTimers(waitCtx, 1))
-	require.Eventually(t, func() bool {
-		_, body := get("/metrics")
-		return strings.Contains(body, `reaper_passes_total{result="success"} 1`)
-	}, 30*time.Second, 20*time.Millisecond, "the first pass is a success")
-	code, body := get("/readyz")
+	require.NoError(t, d.clock.WaitForTimers(waitCtx, 1))
+	d.waitMetric(t, `reaper_passes_total{result="success"} 1`, "the first pass is a success")
+	code, body := d.get(t, "/readyz")
 	require.Equal(t, http.StatusOK, code, body)
-	close(drain)
-	require.NoError(t, <-done)
+	require.NoError(t, d.stop(t))
+}
+
+// testDaemon is runDaemon started in the background on a fake scheduler
+// clock, its HTTP server on a free port.
+type testDaemon struct {
+	addr  string
+	clock *clocktest.Fake
+	drain chan struct{}
+	done  chan error
+}
+
+// startDaemon starts o (its listen address is set to a free port) and
+// waits until it serves; nil with the error when it exited first.
+func startDaemon(t *testing.T, o runOptions) (*testDaemon, error) {
+	t.Helper()
+	o.Sets = append(o.Sets, "listen=127.0.0.1:0")
+	d := &testDaemon{clock: clocktest.NewFake(time.Now()), drain: make(chan struct{}), done: make(chan error, 1)}
+	o.clock = d.clock
+	ready := make(chan string, 1)
+	o.ready = ready
+	go func() { d.done <- runDaemon(withDrain(context.Background(), d.drain), o, io.Discard) }()
+	select {
+	case d.addr = <-ready:
+		return d, nil
+	case err := <-d.done:
+		return nil, err
+	}
+}
+
+// get fetches a path of the daemon's HTTP server.
+func (d *testDaemon) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + d.addr + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitMetric waits until /metrics holds want.
+func (d *testDaemon) waitMetric(t *testing.T, want, why string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, body := d.get(t, "/metrics")
+		return strings.Contains(body, want)
+	}, 30*time.Second, 20*time.Millisecond, why)
+}
+
+// stop sends the first signal and returns how the daemon ended.
+func (d *testDaemon) stop(t *testing.T) error {
+	t.Helper()
+	close(d.drain)
+	select {
+	case err := <-d.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not stop after the first signal")
+		return nil
+	}
 }

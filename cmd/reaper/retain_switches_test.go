@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lance-reaper/reaper/internal/clocktest"
 	"github.com/lance-reaper/reaper/internal/ledger"
 	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/local"
@@ -62,31 +58,13 @@ var retainPaths = []struct {
 // over (its /metrics count it), then shuts it down.
 func daemonFirstPass(t *testing.T, _, cfg string) (int, string, string) {
 	t.Helper()
-	o := runOptions{storeOptions: storeOptions{globalOptions: quiet()}, passFlags: passFlags{ConfigPath: cfg,
-		Sets: []string{"listen=127.0.0.1:0", "schedule=@every 10m"}}}
-	o.clock = clocktest.NewFake(time.Now())
-	ready := make(chan string, 1)
-	o.ready = ready
-	drain := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- runDaemon(withDrain(context.Background(), drain), o, io.Discard) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		return exitCode(err), "", fmt.Sprint(err)
+	d, err := startDaemon(t, runOptions{storeOptions: storeOptions{globalOptions: quiet()}, passFlags: passFlags{ConfigPath: cfg,
+		Sets: []string{"schedule=@every 10m"}}})
+	if err != nil {
+		return exitCode(err), "", err.Error()
 	}
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(body), "reaper_passes_total{result=")
-	}, 30*time.Second, 20*time.Millisecond, "the first pass is over")
-	close(drain)
-	err := <-done
+	d.waitMetric(t, "reaper_passes_total{result=", "the first pass is over")
+	err = d.stop(t)
 	return exitCode(err), "", fmt.Sprint(err)
 }
 

@@ -368,35 +368,7 @@ func checkRefusal(t *testing.T, ctx context.Context, store objstore.Store, o *or
 	t.Helper()
 	require.Contains(t, res.Refused, "tagged", "%s: the client's cleanup failed for another reason", label)
 	require.Equal(t, keysOf(before), keysOf(after), "%s: the client refused yet changed files", label)
-	kept := map[uint64]bool{}
-	for _, k := range plan.Kept {
-		kept[k.Version] = true
-	}
-	deleted := map[string]bool{}
-	for _, f := range plan.Files {
-		deleted[f.Key] = true
-	}
-	tagged := 0
-	for _, tag := range tb.Tags {
-		for _, v := range tb.Versions {
-			if tag.Branch != "" || v.Number != tag.Version {
-				continue
-			}
-			tagged++
-			require.True(t, kept[v.Number], "%s: tagged version %d (%s) is not kept: %v", label, v.Number, tag.Name, plan.Kept)
-			require.False(t, deleted[v.Key], "%s: the plan deletes tagged version %d's manifest", label, v.Number)
-			keys, indices := v.Refs()
-			for _, k := range keys {
-				require.False(t, deleted[k], "%s: the plan deletes %s of tagged version %d", label, k, v.Number)
-			}
-			for _, ix := range indices {
-				for k := range deleted {
-					require.False(t, strings.HasPrefix(k, lance.IndicesDir+ix+"/"), "%s: the plan deletes %s of tagged version %d", label, k, v.Number)
-				}
-			}
-		}
-	}
-	require.Positive(t, tagged, "%s: refused for tagged versions, but none is in the table", label)
+	requireTaggedKept(t, tb, plan, label)
 	var keys []string
 	for _, f := range plan.Files {
 		keys = append(keys, o.dir()+f.Key)

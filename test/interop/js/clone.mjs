@@ -10,8 +10,7 @@
 //           Answer: {"src_versions", "copy_versions"}.
 //   verify  opens every version of "src" and "copy" and counts its rows.
 //           Answer: {"tables": {"src": [{"version", "rows", "error"}], "copy": [...]}}.
-import * as lancedb from "@lancedb/lancedb";
-import * as readline from "node:readline";
+import { command, serve } from "./serve.mjs";
 
 const rows = (from, to) => Array.from({ length: to - from }, (_, i) => ({ id: from + i, name: `row ${from + i}` }));
 
@@ -45,23 +44,4 @@ const commands = {
   },
 };
 
-async function main() {
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  let db = null;
-  for await (const line of lines) {
-    if (line.trim() === "") continue;
-    const req = JSON.parse(line);
-    if (db === null) db = await lancedb.connect(req.uri, req.storageOptions ? { storageOptions: req.storageOptions } : {});
-    const fn = commands[req.cmd];
-    if (!fn) throw new Error(`unknown command ${JSON.stringify(req.cmd)}`);
-    process.stdout.write(JSON.stringify(await fn(db, req)) + "\n");
-  }
-}
-
-main().then(
-  () => process.exit(0),
-  (e) => {
-    process.stderr.write(`clone.mjs: ${e?.stack ?? e}\n`);
-    process.exit(1);
-  },
-);
+serve("clone.mjs", command(commands, (fn, db, req) => fn(db, req)));

@@ -60,7 +60,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import * as readline from "node:readline";
+import { command, serve } from "./serve.mjs";
 import { indexConfig, rows, schemaFor } from "./tables.mjs";
 
 // GAP_MS: versions are written at least this far apart, so that a cutoff
@@ -315,24 +315,4 @@ async function pool(items, fn) {
   return out;
 }
 
-async function main() {
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  let db = null;
-  for await (const line of lines) {
-    if (line.trim() === "") continue;
-    const req = JSON.parse(line);
-    if (db === null) db = await lancedb.connect(req.uri, req.storageOptions ? { storageOptions: req.storageOptions } : {});
-    const fn = commands[req.cmd];
-    if (!fn) throw new Error(`unknown command ${JSON.stringify(req.cmd)}`);
-    const tables = await pool(req.tables, (spec) => fn(db, spec));
-    process.stdout.write(JSON.stringify({ tables }, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
-  }
-}
-
-main().then(
-  () => process.exit(0),
-  (e) => {
-    process.stderr.write(`retention.mjs: ${e?.stack ?? e}\n`);
-    process.exit(1);
-  },
-);
+serve("retention.mjs", command(commands, async (fn, db, req) => ({ tables: await pool(req.tables, (spec) => fn(db, spec)) })));

@@ -52,8 +52,7 @@
 //                             reaper's cutoff may be restored: restoring an
 //                             older one races any cleanup by design.
 import { createHash } from "node:crypto";
-import * as lancedb from "@lancedb/lancedb";
-import * as readline from "node:readline";
+import { command, serve } from "./serve.mjs";
 import { indexConfig, rows, schemaFor } from "./tables.mjs";
 
 
@@ -207,30 +206,4 @@ async function drop(db, spec) {
 }
 
 const commands = { create, write, verify, cleanup, drop };
-const dbs = new Map();
-
-async function connect(uri, storageOptions) {
-  if (!dbs.has(uri)) dbs.set(uri, await lancedb.connect(uri, storageOptions ? { storageOptions } : {}));
-  return dbs.get(uri);
-}
-
-async function main() {
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (line.trim() === "") continue;
-    const req = JSON.parse(line);
-    const fn = commands[req.cmd];
-    if (!fn) throw new Error(`unknown command ${JSON.stringify(req.cmd)}`);
-    const db = await connect(req.uri, req.storageOptions);
-    const tables = await Promise.all(req.tables.map((spec) => fn(db, spec)));
-    process.stdout.write(JSON.stringify({ tables }, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
-  }
-}
-
-main().then(
-  () => process.exit(0),
-  (e) => {
-    process.stderr.write(`retention_writer.mjs: ${e?.stack ?? e}\n`);
-    process.exit(1);
-  },
-);
+serve("retention_writer.mjs", command(commands, async (fn, db, req) => ({ tables: await Promise.all(req.tables.map((spec) => fn(db, spec))) })));
