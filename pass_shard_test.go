@@ -2,6 +2,7 @@ package reaper_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,4 +49,40 @@ func TestPurgeRootsTakesOnlyItsShard(t *testing.T) {
 		got[rr.Root] = true
 	}
 	require.Len(t, got, len(want), "visited %v of %d roots; shard 0 owns %v", got, len(all), want)
+}
+
+// With shard.by table every replica visits the root and decides only the
+// tables stable hashing gives it, as `reaper purge --shard I/N:table`
+// does: the replicas together decide every table once.
+func TestPurgeRootsTakesItsShareOfTables(t *testing.T) {
+	ctx := context.Background()
+	r := facadeRoot{Root: objstoretest.Local.NewRoot(t)}
+	ns := openFacade(t, r)
+	var names []string
+	for i := range 10 {
+		name := fmt.Sprintf("t%d", i)
+		writeTable(t, r, name, 1)
+		_, err := ns.Drop(ctx, name, 30*24*time.Hour)
+		require.NoError(t, err)
+		names = append(names, name)
+	}
+	decided := map[string][]int{}
+	for i := range 2 {
+		rep, err := reaper.PurgeRoots(ctx, reaper.PassOptions{
+			Roots:    []reaper.Root{{URI: r.URI}},
+			DryRun:   true,
+			Settings: map[string]string{"shard.count": "2", "shard.index": fmt.Sprint(i), "shard.by": "table"},
+		})
+		require.NoError(t, err)
+		require.Len(t, rep.Roots, 1)
+		require.Equal(t, len(names), rep.Roots[0].Plan.Tables, "the whole root planned")
+		for d := range rep.Roots[0].All() {
+			require.Equal(t, i, roots.TableOwner(rep.Roots[0].Root, d.Table, 2), "replica %d decided %s", i, d.Table)
+			decided[d.Table] = append(decided[d.Table], i)
+		}
+	}
+	require.Len(t, decided, len(names))
+	for name, by := range decided {
+		require.Len(t, by, 1, "%s decided by %v", name, by)
+	}
 }

@@ -40,8 +40,9 @@ func newRunCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 		Short: "Run as a daemon: scheduled purge passes, /metrics, /healthz, /readyz",
 		Long: fmt.Sprintf(`Run purge passes on the configured schedule (schedule: standard 5-field cron
 spec or "@every 10m"; jitter delays each pass), never two at once, over
-every configured and discovered root (shard.* splits roots between
-replicas). The first pass starts at once.
+every configured and discovered root (shard.* splits roots, or with
+shard.by table each root's tables, between replicas). The first pass
+starts at once.
 
 An HTTP server on listen (default %s) serves /metrics (Prometheus),
 /healthz (the process is alive) and /readyz (configuration loaded and every

@@ -28,7 +28,8 @@ type passFlags struct {
 	AllowShortTTL bool
 	Pushgateway   string
 	Textfile      string
-	// Shard is "I/N": this replica takes the roots hashed to index I of N.
+	// Shard is "I/N": this replica takes the roots hashed to index I of N;
+	// "I/N:table" its share of every root's tables (shard.by).
 	Shard string
 	// flags is the set register filled, to ask pflag which flags were
 	// given (nil when the options were built in code).
@@ -50,7 +51,7 @@ func (f *passFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.AllowShortTTL, "allow-short-ttl", false, fmt.Sprintf("purge markers whose ttl is below safety.min_ttl (default %s)", formatDuration(config.Default().Safety.MinTTL.D())))
 	fs.StringVar(&f.Pushgateway, "pushgateway", "", "push the pass's metrics to this Prometheus Pushgateway URL")
 	fs.StringVar(&f.Textfile, "textfile", "", "write the pass's metrics to this .prom file for the node-exporter textfile collector")
-	fs.StringVar(&f.Shard, "shard", "", "I/N: take only the roots assigned to shard I of N (0-based; stable hashing); a Kubernetes Indexed Job sets I through JOB_COMPLETION_INDEX")
+	fs.StringVar(&f.Shard, "shard", "", "I/N: take shard I of N (0-based; stable hashing): the roots assigned to it, or with I/N:table (shard.by) every root and the tables assigned to it; a Kubernetes Indexed Job sets I through JOB_COMPLETION_INDEX")
 }
 
 // runtime is everything a pass needs, wired once: configuration, logger,
@@ -109,15 +110,8 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 		}
 	}
 	if f.Shard != "" {
-		i, n, ok := strings.Cut(f.Shard, "/")
-		if !ok {
-			return cfg, usagef("--shard %q: want I/N, e.g. --shard 0/3", f.Shard)
-		}
-		if err := cfg.Set("shard.count", n); err != nil {
-			return cfg, usagef("--shard %q: %w", f.Shard, err)
-		}
-		if err := cfg.Set("shard.index", i); err != nil {
-			return cfg, usagef("--shard %q: %w", f.Shard, err)
+		if err := setShard(&cfg, f.Shard); err != nil {
+			return cfg, err
 		}
 	}
 	if f.AllowShortTTL || f.given("allow-short-ttl") {
@@ -136,6 +130,26 @@ func loadConfig(so storeOptions, f passFlags) (config.Config, error) {
 		return cfg, asUsage(err)
 	}
 	return cfg, nil
+}
+
+// setShard applies --shard: "I/N" sets shard.index and shard.count,
+// "I/N:root" or "I/N:table" shard.by too.
+func setShard(cfg *config.Config, flag string) error {
+	spec, by, hasBy := strings.Cut(flag, ":")
+	i, n, ok := strings.Cut(spec, "/")
+	if !ok || (hasBy && by != config.ShardByRoot && by != config.ShardByTable) {
+		return usagef("--shard %q: want I/N (roots) or I/N:table (the tables of every root), e.g. --shard 0/3", flag)
+	}
+	if err := cfg.Set("shard.count", n); err != nil {
+		return usagef("--shard %q: %w", flag, err)
+	}
+	if err := cfg.Set("shard.index", i); err != nil {
+		return usagef("--shard %q: %w", flag, err)
+	}
+	if hasBy {
+		cfg.Shard.By = by
+	}
+	return nil
 }
 
 // newRuntime loads the configuration and builds the pass with

@@ -1,10 +1,11 @@
 // Package assembly builds a pass once, for every caller: the CLI's purge
 // and run, and the public reaper.PurgeRoots. A pass is the same parts
 // whatever it does to a table: one store stack with one pacer, the roots
-// of the configuration (discovery, then this replica's shard), observers,
-// the audit ledger. New builds those parts; a kind of pass turns them into
-// its runner: Parts.Purger (purges, then version retention where it is
-// enabled) and Parts.Retainer (version retention alone, `reaper retain`).
+// of the configuration (discovery, then this replica's shard of them, or
+// every root with shard.by table), observers, the audit ledger. New builds
+// those parts; a kind of pass turns them into its runner: Parts.Purger
+// (purges, then version retention where it is enabled) and Parts.Retainer
+// (version retention alone, `reaper retain`).
 // Every switch (dry_run, paused, PAUSE, safety.deletions_enabled), rail,
 // limit and the ledger reach both the same way.
 package assembly
@@ -66,7 +67,8 @@ type Parts struct {
 	// Open opens one root's store through the pass's stack.
 	Open func(ctx context.Context, root roots.Root) (objstore.Store, error)
 	// Roots returns the roots of a pass: the configured ones and those
-	// discovery finds, then only this replica's shard of them.
+	// discovery finds, then only this replica's shard of them (all of
+	// them with shard.by table).
 	Roots    func(ctx context.Context) ([]roots.Root, error)
 	Observer worker.Observer
 	// Ledger is nil when audit.location is not set.
@@ -105,6 +107,11 @@ func New(ctx context.Context, o Options) (*Parts, error) {
 			rs, err := roots.Expand(ctx, cfg, func(ctx context.Context, uri string, opts map[string]string) (objstore.Store, error) {
 				return stack.Open(ctx, uri, opts, auxOpts)
 			})
+			if cfg.Shard.ByTable() {
+				// Every replica visits every root; the worker acts on
+				// this replica's share of each root's tables.
+				return rs, err
+			}
 			return roots.Assign(rs, cfg.Shard.Index, cfg.Shard.Count), err
 		},
 		Observer: observers(so, o.Observers),

@@ -71,18 +71,33 @@ type Root struct {
 	Retention RetentionOverride `yaml:"retention"`
 }
 
-// Shard assigns roots to one of several replicas by stable hashing.
+// Shard splits the work of a pass between several replicas by stable
+// hashing: whole roots (By root), or the tables of every root (By table).
 type Shard struct {
 	// Index in [0, Count). Kubernetes Indexed Jobs set JOB_COMPLETION_INDEX,
 	// which is used when Index is not set explicitly.
 	Index int `yaml:"index"`
 	// Count of replicas; 0 or 1 means no sharding.
 	Count int `yaml:"count"`
+	// By is what is split: ShardByRoot (each root belongs to one replica)
+	// or ShardByTable (every replica visits every root and acts on the
+	// tables hashed to it). "" reads as ShardByRoot.
+	By string `yaml:"by"`
 
 	// indexSet records that Index came from the file, env or a flag, so
 	// JOB_COMPLETION_INDEX does not override it.
 	indexSet bool
 }
+
+// What Shard.By splits.
+const (
+	ShardByRoot  = "root"
+	ShardByTable = "table"
+)
+
+// ByTable reports whether the replicas split the tables of each root: By
+// is ShardByTable and there is more than one replica.
+func (s Shard) ByTable() bool { return s.Count > 1 && s.By == ShardByTable }
 
 // Limits bound a pass.
 type Limits struct {

@@ -46,6 +46,7 @@ func Default() Config {
 			DeletionsEnabled:     boolPtr(true),
 			RetentionEnabled:     boolPtr(true),
 		},
+		Shard:     Shard{By: ShardByRoot},
 		Metrics:   Metrics{PerRootLabels: boolPtr(true), PushJob: "reaper"},
 		Retention: defaultRetention(),
 	}

@@ -245,7 +245,7 @@ func TestEnvNames(t *testing.T) {
 	t.Parallel()
 	names := EnvNames()
 	for _, want := range []string{"REAPER_SCHEDULE", "REAPER_LIMITS_TABLE_CONCURRENCY", "REAPER_SAFETY_MIN_TTL",
-		"REAPER_DRY_RUN", "REAPER_PAUSED", "REAPER_SHARD_INDEX", "REAPER_ROOTS", "REAPER_DISCOVER", "REAPER_AUDIT_LOCATION"} {
+		"REAPER_DRY_RUN", "REAPER_PAUSED", "REAPER_SHARD_INDEX", "REAPER_SHARD_BY", "REAPER_ROOTS", "REAPER_DISCOVER", "REAPER_AUDIT_LOCATION"} {
 		require.Contains(t, names, want)
 	}
 	require.Len(t, names, len(ScalarKeys())+2, "env names are unique (plus the two list variables)")
@@ -344,6 +344,41 @@ func TestJobCompletionIndex(t *testing.T) {
 	c, err = Load(sharded, envOf("JOB_COMPLETION_INDEX", "9"))
 	require.NoError(t, err)
 	require.ErrorContains(t, c.Validate(), "shard.index = 9")
+}
+
+// shard.by splits roots unless set to table: a file written before the
+// key existed still splits roots; the file, REAPER_SHARD_BY and a flag set
+// it in the usual order; one replica splits nothing.
+func TestShardBy(t *testing.T) {
+	t.Parallel()
+	c, err := Load(writeFile(t, "shard:\n  count: 4\n  index: 1\n"), nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.Equal(t, ShardByRoot, c.Shard.By)
+	require.False(t, c.Shard.ByTable())
+
+	byTable := writeFile(t, "shard:\n  count: 4\n  by: table\n")
+	c, err = Load(byTable, envOf("JOB_COMPLETION_INDEX", "3"))
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.True(t, c.Shard.ByTable())
+	require.Equal(t, 3, c.Shard.Index, "JOB_COMPLETION_INDEX gives the index as for roots")
+
+	c, err = Load(byTable, envOf("REAPER_SHARD_BY", "root"))
+	require.NoError(t, err)
+	require.False(t, c.Shard.ByTable(), "REAPER_SHARD_BY wins over the file")
+	require.NoError(t, c.Set("shard.by", "table"))
+	require.True(t, c.Shard.ByTable(), "a flag wins")
+
+	c, err = Load(writeFile(t, "shard:\n  by: table\n"), nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.False(t, c.Shard.ByTable(), "one replica splits nothing")
+	require.False(t, Shard{Count: 3}.ByTable(), `"" reads as root`)
+
+	c, err = Load(writeFile(t, "shard:\n  count: 2\n  by: tables\n"), nil)
+	require.NoError(t, err)
+	require.ErrorContains(t, c.Validate(), `shard.by = "tables"`)
 }
 
 func TestKeys(t *testing.T) {

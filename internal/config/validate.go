@@ -188,6 +188,9 @@ func (c Config) validateShard(v *validator) {
 		v.add("shard.index", s.Index, fmt.Sprintf("must be in [0, %d) for shard.count = %d", s.Count, s.Count),
 			"give each replica a distinct index from 0 to shard.count-1 (Kubernetes Indexed Jobs set JOB_COMPLETION_INDEX)")
 	}
+	if s.By != "" && s.By != ShardByRoot && s.By != ShardByTable {
+		v.add("shard.by", s.By, "unknown", `use "root" (each root belongs to one replica) or "table" (the tables of every root are split between the replicas)`)
+	}
 }
 
 func (c Config) validateOutputs(v *validator) {

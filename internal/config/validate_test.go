@@ -85,6 +85,7 @@ func TestValidate(t *testing.T) {
 		{"shard index too big", func(c *Config) { c.Shard = Shard{Count: 3, Index: 3} }, "shard.index", "3", "distinct index from 0"},
 		{"shard index negative", func(c *Config) { c.Shard = Shard{Count: 3, Index: -1} }, "shard.index", "-1", "JOB_COMPLETION_INDEX"},
 		{"shard index without count", func(c *Config) { c.Shard = Shard{Index: 2} }, "shard.index", "2", "set shard.count"},
+		{"shard by unknown", func(c *Config) { c.Shard = Shard{Count: 3, By: "tables"} }, "shard.by", `"tables"`, `use "root"`},
 		{"pushgateway scheme", func(c *Config) { c.Metrics.Pushgateway = "pushgateway:9091" }, "metrics.pushgateway", "pushgateway:9091", "http://pushgateway:9091"},
 		{"pushgateway no host", func(c *Config) { c.Metrics.Pushgateway = "http://" }, "metrics.pushgateway", "http://", "http://pushgateway:9091"},
 		{"push job empty", func(c *Config) { c.Metrics.PushJob = "" }, "metrics.push_job", `""`, `"reaper"`},
@@ -157,9 +158,11 @@ func TestValidateAccepts(t *testing.T) {
 		"s3 root with keys": func(c *Config) {
 			c.Roots = []Root{{URI: "s3://b", StorageOptions: map[string]string{"aws_access_key_id": "a", "aws_secret_access_key": "s"}}}
 		},
-		"shard":        func(c *Config) { c.Shard = Shard{Count: 3, Index: 2} },
-		"no cap":       func(c *Config) { c.Safety.BlastRadiusMaxPercent = 0 },
-		"full percent": func(c *Config) { c.Safety.BlastRadiusMaxPercent = 100 },
+		"shard":          func(c *Config) { c.Shard = Shard{Count: 3, Index: 2} },
+		"shard by table": func(c *Config) { c.Shard = Shard{Count: 3, Index: 2, By: ShardByTable} },
+		"shard by root":  func(c *Config) { c.Shard.By = ShardByRoot },
+		"no cap":         func(c *Config) { c.Safety.BlastRadiusMaxPercent = 0 },
+		"full percent":   func(c *Config) { c.Safety.BlastRadiusMaxPercent = 100 },
 		"outputs": func(c *Config) {
 			c.Metrics.Pushgateway = "https://pg.example:9091"
 			c.Metrics.Textfile = "/x/reaper.prom"

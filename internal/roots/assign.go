@@ -36,7 +36,11 @@ func Owner(uri string, count int) int {
 	if count <= 1 {
 		return 0
 	}
-	h := uriHash(uri)
+	return rendezvous(uriHash(uri), count)
+}
+
+// rendezvous is the shard in [0, count) with the highest score for h.
+func rendezvous(h uint64, count int) int {
 	best, bestScore := 0, uint64(0)
 	for i := range count {
 		if s := score(h, i); i == 0 || s > bestScore {

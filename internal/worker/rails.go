@@ -88,20 +88,28 @@ type ticket struct {
 	maxObjects int64
 }
 
-// applyRootRails runs rootRails in order and returns the tables left to
-// purge; nil when a rail refused the root.
+// applyRootRails runs rootRails in order over the root's due tables and
+// returns this replica's share of the tables left to purge; nil when a
+// rail refused the root. The rails judge the whole root in every replica;
+// each decides its share (share.go).
 func applyRootRails(rc *railContext, due *dueList) *dueList {
+	sh := rc.rr.share
 	for _, r := range rootRails {
 		kept, held, refuse := r.apply(rc, due)
 		for _, d := range held {
 			if d.Reason == "" {
 				d.Reason = r.reason
 			}
-			rc.p.decide(rc.rr, d)
+			if sh.Owns(d.Table) {
+				rc.p.decide(rc.rr, d)
+			}
 		}
 		if refuse != nil {
 			// One decision at a time: a mass drop refuses every table.
 			for s := range due.all {
+				if !sh.Owns(s.Name) {
+					continue
+				}
 				d := *refuse
 				d.Table, d.Reason, d.Status = s.Name, r.reason, s
 				rc.p.decide(rc.rr, d)
@@ -111,7 +119,7 @@ func applyRootRails(rc *railContext, due *dueList) *dueList {
 		}
 		due = kept
 	}
-	return due
+	return ownDue(sh, due)
 }
 
 // applyStartRails returns the decision of a table a start rail holds back,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/outcome"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // Report is the outcome of one pass.
@@ -64,6 +65,9 @@ type RootReport struct {
 	planNow time.Time
 	// after is After, kept once the root is done and its due list dropped.
 	after *PlanSummary
+	// share is which of the root's tables this replica acts on and reports
+	// (share.go): every table unless the replicas split tables.
+	share roots.Share
 }
 
 // All yields every decision of the root: Decisions, then the routine ones

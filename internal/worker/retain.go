@@ -77,24 +77,30 @@ func (w *Worker) retentionFloor() time.Duration {
 // than it is purged. A policy below safety.min_ttl at the root's clock
 // cleans nothing there (short_ttl).
 func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, policy retention.Policy, live []liveTable, paused string, log *slog.Logger) {
-	if len(live) == 0 {
+	// live is every live table of the root; this replica cleans its share
+	// of them (share.go).
+	mine := ownsLive(rr.share, live)
+	if mine == 0 {
 		return
 	}
 	slices.SortFunc(live, func(a, b liveTable) int { return strings.Compare(a.name, b.name) })
 	hold := func(reason outcome.Reason, detail string) {
 		for _, t := range live {
+			if !rr.share.Owns(t.name) {
+				continue
+			}
 			now := p.now()
 			p.retained(rr, Retained{Decision: Decision{Table: t.name, Status: lifecycle.TableStatus{Name: t.name, State: lifecycle.StateExists},
 				Action: outcome.Skipped, Reason: reason, Detail: "version retention: " + detail, Started: now, Finished: now}}, log)
 		}
 	}
 	if paused != "" {
-		log.Warn("root paused: no version retention", "why", paused, "tables", len(live))
+		log.Warn("root paused: no version retention", "why", paused, "tables", mine)
 		hold(outcome.ReasonPaused, paused)
 		return
 	}
 	if err := policy.CheckFloor(rr.planNow, p.w.retentionFloor()); err != nil {
-		log.Error("version retention refused on this root: the policy is below safety.min_ttl", "error", err, "tables", len(live))
+		log.Error("version retention refused on this root: the policy is below safety.min_ttl", "error", err, "tables", mine)
 		hold(outcome.ReasonShortTTL, err.Error()+"; nothing was deleted: pass --allow-short-ttl (safety.allow_short_ttl) to plan it anyway")
 		return
 	}
@@ -114,12 +120,16 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 	}
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
 	var wg sync.WaitGroup
-	notVisited := len(live) - visited
+	notVisited := ownsLive(rr.share, live[visited:])
 	for i, t := range live[:visited] {
+		if !rr.share.Owns(t.name) {
+			plans[i] = lifecycle.RetentionPlan{} // read for its clones; another replica's to run
+			continue
+		}
 		sem <- struct{}{}
 		if p.draining() || ctx.Err() != nil {
 			<-sem
-			notVisited = len(live) - i
+			notVisited = ownsLive(rr.share, live[i:])
 			break
 		}
 		wg.Add(1)

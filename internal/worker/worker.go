@@ -42,7 +42,9 @@ type Worker struct {
 	// Open opens one root's store with the wrappers the caller composes
 	// (metrics, retries, tracing).
 	Open func(ctx context.Context, root roots.Root) (objstore.Store, error)
-	// Roots returns the roots of this pass (expanded and sharded).
+	// Roots returns the roots of this pass (expanded, and this replica's
+	// shard of them; every root with shard.by table, where the pass takes
+	// this replica's share of each root's tables: share.go).
 	Roots func(ctx context.Context) ([]roots.Root, error)
 	// Observer receives the pass's events; nil ignores them.
 	Observer Observer
@@ -140,7 +142,11 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 		log.Error("root discovery incomplete", "error", err)
 		rep.RootErrors = append(rep.RootErrors, err.Error())
 	}
-	log.Info("pass started", "roots", len(rs), "dry_run", rep.DryRun)
+	started := []any{"roots", len(rs), "dry_run", rep.DryRun}
+	if sh := w.Config.Shard; sh.Count > 1 {
+		started = append(started, "shard", fmt.Sprintf("%d/%d by %s", sh.Index, sh.Count, cmp.Or(sh.By, config.ShardByRoot)))
+	}
+	log.Info("pass started", started...)
 	budget := newBudget(w.Config.Limits)
 	p := &pass{w: w, rep: rep, log: log, tracer: tracer, now: now, obs: obs, ledger: lp, budget: budget, draining: draining}
 	for i, root := range rs {
@@ -221,7 +227,7 @@ type pass struct {
 // root plans and purges one root.
 func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 	cfg := p.w.Config
-	rr := &RootReport{Root: root.URI, Started: p.now()}
+	rr := &RootReport{Root: root.URI, Started: p.now(), share: p.w.shareOf(root.URI)}
 	log := p.log.With("root", root.URI)
 	ctx = logctx.With(ctx, "root", root.URI)
 	ctx, span := p.tracer.Start(ctx, "reaper.root", trace.WithAttributes(attribute.String("reaper.root", root.URI)))
@@ -260,6 +266,7 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 	rr.Plan = plan.summary
 	rr.due, rr.planNow = plan.due, now
 	p.obs.RootPlanned(p.rep, rr, plan.plan(), now)
+	plan.keepShare(rr.share)
 	policy, _ := p.w.retentionFor(root)
 	if p.w.Kind == RetainOnly {
 		p.decideUnretainable(rr, plan.unretainable, log)

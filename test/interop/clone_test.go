@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lance-reaper/reaper"
 	"github.com/lance-reaper/reaper/internal/nodetest"
+	"github.com/lance-reaper/reaper/internal/roots"
 )
 
 // cloneVersions is verify's answer: every version of each table and the
@@ -121,6 +123,54 @@ func TestRetentionKeepsWhatAShallowCloneReads(t *testing.T) {
 			}
 			require.Equal(t, map[string]string{"src": "cleaned", "copy": "unsupported"}, results)
 
+			after := verify()
+			require.Len(t, after.Tables["src"], 1, "the source keeps its newest version")
+			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+		})
+		t.Run(tc.name+"/shards", func(t *testing.T) {
+			// The source and its clone in two replicas' shares
+			// (shard.by table): the source's replica still keeps what the
+			// clone reads, which it knows only by reading the clone too.
+			node := requireNode(t)
+			b := tc.b(t)
+			for k, v := range b.lanceOptions() {
+				t.Setenv(strings.ToUpper(k), v)
+			}
+			p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
+			req := map[string]any{"uri": b.uri(), "storageOptions": b.lanceOptions(),
+				"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
+			req["cmd"] = "setup"
+			require.NoError(t, p.Call("setup", req, &struct{}{}))
+			verify := func() cloneVersions {
+				var v cloneVersions
+				req["cmd"] = "verify"
+				require.NoError(t, p.Call("verify", req, &v))
+				return v
+			}
+			before := verify()
+			n := 2
+			for roots.TableOwner(b.uri(), "src", n) == roots.TableOwner(b.uri(), "copy", n) {
+				n++
+			}
+			c := cli{bin: reaperBin(t), b: b}
+			cutoff := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
+			results := map[string][]string{}
+			for i := range n {
+				out, code := c.run(t, "retain", "--before", cutoff, "--allow-short-ttl", "--shard", fmt.Sprintf("%d/%d:table", i, n), "-o", "json")
+				require.Equal(t, 0, code, out)
+				var plan struct {
+					Tables []struct {
+						Name   string `json:"name"`
+						Result string `json:"result"`
+					} `json:"tables"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &plan))
+				for _, tb := range plan.Tables {
+					require.Equal(t, i, roots.TableOwner(b.uri(), tb.Name, n), "replica %d of %d reported %s", i, n, tb.Name)
+					results[tb.Name] = append(results[tb.Name], tb.Result)
+				}
+			}
+			require.Equal(t, map[string][]string{"src": {"cleaned"}, "copy": {"unsupported"}}, results)
 			after := verify()
 			require.Len(t, after.Tables["src"], 1, "the source keeps its newest version")
 			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
