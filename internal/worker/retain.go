@@ -115,8 +115,10 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		p.w.memos.keepOnly(rr.Root, live)
 	}
 	var protected map[string]*lifecycle.Protected
+	unread := ""
 	if !p.retainNamed() {
 		protected = ns.ProtectedBy(plans[:visited])
+		unread = unreadTables(plans[:visited])
 	}
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
 	var wg sync.WaitGroup
@@ -136,7 +138,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, policy, log.With("table", t.name)), log)
+			p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, unread, policy, log.With("table", t.name)), log)
 		}()
 	}
 	wg.Wait()
@@ -148,6 +150,21 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		log.Warn("retention stopped: live tables not visited; the next pass covers them",
 			"tables", notVisited, "reason", stopReason(ctx, outcome.ReasonShutdown))
 	}
+}
+
+// unreadTables names the tables whose plans failed (a read error): what
+// they read through base paths, were they shallow clones, is unknown.
+func unreadTables(plans []lifecycle.RetentionPlan) string {
+	var names []string
+	for _, pl := range plans {
+		if pl.Result == lifecycle.RetentionFailed {
+			names = append(names, pl.Name)
+		}
+	}
+	if len(names) > 3 {
+		names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+	}
+	return strings.Join(names, ", ")
 }
 
 // retainNamed reports whether the pass names its tables: its plans then
@@ -242,7 +259,7 @@ func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
 // for the root's other tables. A table the plan finds nothing to do in
 // costs its reading: no lease is taken.
 func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, lt liveTable, pl *lifecycle.RetentionPlan, planErr error,
-	protected map[string]*lifecycle.Protected, policy retention.Policy, log *slog.Logger) Retained {
+	protected map[string]*lifecycle.Protected, unread string, policy retention.Policy, log *slog.Logger) Retained {
 	root, name := rr.Root, lt.name
 	ctx, span := p.tracer.Start(ctx, "reaper.retain_table")
 	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
@@ -271,6 +288,15 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		}
 	}
 	if done := p.judgePlan(ctx, &d, *pl, planErr, policy.DeleteUnverified); done {
+		return d
+	}
+	if unread != "" && d.Action == outcome.DryRun {
+		// A table of the root could not be read: were it a shallow clone
+		// of this one, its reads would be unknown. Nothing deleted until a
+		// pass reads it.
+		d.Action, d.Reason = outcome.Skipped, outcome.ReasonIO
+		d.Detail = "version retention: " + unread + " could not be read: a shallow clone among them may read this table's files; nothing is deleted until a pass reads them"
+		d.Versions, d.Objects, d.Bytes = 0, 0, 0
 		return d
 	}
 	if p.rep.DryRun {
