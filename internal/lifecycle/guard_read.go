@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/lance-reaper/reaper/internal/objstore"
@@ -63,7 +64,7 @@ func (ns *Namespace) readControl(ctx context.Context, name string, kinds []entry
 	if err != nil {
 		return c, err
 	}
-	return c, ns.fillETags(ctx, name, &c)
+	return c, ns.fillETags(ctx, &c)
 }
 
 // listControl is the one listing of "<name>.".
@@ -76,6 +77,12 @@ func (ns *Namespace) listControl(ctx context.Context, name string) (controlObjec
 		for _, o := range p.Objects {
 			if o.Key > last {
 				past = true
+				continue
+			}
+			if strings.HasPrefix(o.Key, HoldKey(name)+"/") {
+				// A folder listed as an object (the delimiter rolls it up
+				// into a prefix everywhere reaper runs): a hold all the same.
+				c.holdFolder = true
 				continue
 			}
 			n, kind := classifyObject(o.Key)
@@ -109,7 +116,7 @@ func (ns *Namespace) listControl(ctx context.Context, name string) (controlObjec
 
 // fillETags reads by key each listed object whose ETag the listing left
 // empty (a guard compares them): one gone since is absent.
-func (ns *Namespace) fillETags(ctx context.Context, name string, c *controlObjects) error {
+func (ns *Namespace) fillETags(ctx context.Context, c *controlObjects) error {
 	unread := map[entryKind]string{}
 	for kind, o := range c.objects {
 		if o.ETag == "" && kind != entryHold {

@@ -5,6 +5,8 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,6 +176,42 @@ func TestGuardTellsTableFromPrefixSiblings(t *testing.T) {
 		var ce *ConflictError
 		require.ErrorAs(t, rg.check(ctx), &ce, "x's own marker")
 		require.Contains(t, ce.Reason, MarkerKey("x")+" appeared")
+	})
+}
+
+// The guard's listing sees a hold in every form an operator makes it (the
+// object, a folder with content, a console's folder object), on every
+// backend that can hold it.
+func TestGuardSeesEveryHoldForm(t *testing.T) {
+	forms := append([]struct {
+		name string
+		make func(ctx context.Context, s objstore.Store, name string) bool
+	}{{"object", func(ctx context.Context, s objstore.Store, name string) bool {
+		_, err := s.Put(ctx, HoldKey(name), []byte(`{"reason":"case 5"}`))
+		return err == nil
+	}}}, holdForms...)
+	for _, form := range forms {
+		t.Run(form.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, s objstore.Store) {
+				ctx := context.Background()
+				ns := newNS(t, s, &clock{})
+				lanceTable(t, s, "t", 1)
+				rg := &retainGuard{ns: ns, name: "t", lease: acquire(t, ns, "t")}
+				require.NoError(t, rg.check(ctx))
+				if !form.make(ctx, s, "t") {
+					return // not a form this backend can hold
+				}
+				require.ErrorIs(t, rg.check(ctx), ErrHeld)
+			})
+		})
+	}
+	t.Run("an empty local directory", func(t *testing.T) {
+		w, root := localWorld(t)
+		ns := newNS(t, w.store, &clock{})
+		lanceTable(t, w.store, "t", 1)
+		rg := &retainGuard{ns: ns, name: "t", lease: acquire(t, ns, "t")}
+		require.NoError(t, os.Mkdir(filepath.Join(root, HoldKey("t")), 0o755))
+		require.ErrorIs(t, rg.check(context.Background()), ErrHeld)
 	})
 }
 
