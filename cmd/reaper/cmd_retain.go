@@ -79,10 +79,12 @@ carry their root (a ROOT column, "root" in the JSON), and roots that could
 not be read are listed (ROOTS FAILED, "failed_roots"). Without --older-than
 and --before each root takes the policy of its retention section (retention:
 at the top, or the root's or its discover pattern's own), and the roots
-where it is not enabled are left out. A dry run over every live table of a
-root sets reaper_retention_reclaimable_bytes and
-reaper_retention_reclaimable_versions of that root, pushed or written with
---pushgateway or --textfile (metrics.pushgateway, metrics.textfile).
+where it is not enabled are left out. A run over every live table of a root
+sets reaper_retention_reclaimable_bytes and
+reaper_retention_reclaimable_versions of that root (what retention would
+still remove: all of the plan in a dry run, what is left after a run),
+pushed or written with --pushgateway or --textfile (metrics.pushgateway,
+metrics.textfile).
 
 Exit status: 0 when no table failed (unsupported, held, paused and locked
 tables are listed), 1 when a table or a root failed, root discovery was
