@@ -253,7 +253,12 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 		rr.Err = err
 		return rr
 	}
-	paused := readPause(ctx, p, ns)
+	paused, err := readPause(ctx, p, ns)
+	if err != nil {
+		rr.Err = fmt.Errorf("read %s of %s: %w", PauseKey, root.URI, err)
+		log.Error("root skipped", "error", rr.Err)
+		return rr
+	}
 	rr.defaultTTL = ns.Options().DefaultTTL
 	plan, err := p.planRoot(ctx, ns, root)
 	if err != nil {
