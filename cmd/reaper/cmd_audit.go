@@ -58,7 +58,8 @@ func newAuditCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 --location, and the journals under journal/) and print one row per table a
 pass looked at and finished within --since (default 24h), oldest first:
 the action (purged, skipped, dry_run, failed, conflict, held, refused, cleaned),
-objects and bytes deleted, and the reason or error. It changes nothing.
+the objects and bytes the pass removed, and the reason or error. It changes
+nothing.
 
 Rows a later pass folded from the journal of a pass killed before it wrote
 its file are marked [recovered by <pass id>]; rows still in a journal

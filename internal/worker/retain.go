@@ -109,6 +109,9 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		return
 	}
 	log = log.With("retention_cutoff", policy.Cutoff(rr.planNow).UTC().Format(time.RFC3339))
+	if policy.Cutoff(rr.planNow).After(rr.planNow) {
+		log.Warn("version retention: the cutoff is in the future by the store's clock: no version is kept for its age", "now", rr.planNow.UTC().Format(time.RFC3339))
+	}
 	// Every live table is planned first: a shallow clone's reads of
 	// another table are known only once every table was read
 	// (lifecycle/retain_clones.go). Then each runs (a dry run: reports),
