@@ -160,6 +160,9 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if exportErr != nil {
 		rt.log.Error("export metrics", "error", exportErr)
 	}
+	if err := emptyRootHint(ctx, "retain", rt, pass, o.Names, o.ConfigPath != ""); err != nil {
+		return err
+	}
 	rep.fromPass(pass)
 	if err := rep.finish(ctx, o, stdout); err != nil {
 		return err

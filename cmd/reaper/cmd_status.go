@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // statusOptions are the flags and arguments of `reaper status`.
@@ -124,17 +125,27 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 		p = newStatusTable(stdout, floor)
 	}
 	var now time.Time // the store's clock, as the rows were judged
+	rows := 0
 	if o.Versions {
 		err = ns.EachStatusRetention(ctx, policy, func(s reaper.TableStatus, sum *reaper.RetentionSummary, at time.Time) error {
-			now = at
+			now, rows = at, rows+1
 			return p.rowWith(s, sum, at)
 		}, o.Names...)
 	} else {
-		err = ns.EachStatus(ctx, p.row, o.Names...)
+		err = ns.EachStatus(ctx, func(s reaper.TableStatus, at time.Time) error {
+			rows++
+			return p.row(s, at)
+		}, o.Names...)
 	}
 	if err != nil {
 		_ = p.close(false)
 		return storeError(ns.URI(), err)
+	}
+	if rows == 0 && len(o.Names) == 0 {
+		if err := o.emptyRootHint(ctx, ns.URI()); err != nil {
+			_ = p.close(false)
+			return err
+		}
 	}
 	refusal := ""
 	if o.Versions {
@@ -146,4 +157,26 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 		fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", policyName, safeText(refusal))
 	}
 	return p.close(true)
+}
+
+// emptyRootHint is rootHint for status's root (uri, opened), which holds
+// no table: the root as given, opened again to be looked into.
+func (o statusOptions) emptyRootHint(ctx context.Context, uri string) error {
+	given, err := o.rootOrEnv()
+	if err != nil {
+		return nil
+	}
+	root, err := resolveRoot(given)
+	if err != nil {
+		return nil
+	}
+	so, err := parseStorageOptions(o.StorageOptions)
+	if err != nil {
+		return nil
+	}
+	store, err := stack.Open(stack.WithWrapBackend(ctx, o.wrapStore), uri, so, stack.Options{})
+	if err != nil {
+		return nil
+	}
+	return rootHint(ctx, "status", store, root)
 }
