@@ -54,7 +54,7 @@ func (o *auditOptions) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 	fs.StringSliceVar(&o.Actions, "action", nil, "show only rows of these actions ("+joinActions()+"), repeatable or comma-separated")
 	fs.StringArrayVar(&o.Tables, "table", nil, "show only rows of this table, repeatable")
-	fs.StringArrayVar(&o.Roots, "root", nil, "show only rows of this root (as the rows name it, or a local path), repeatable")
+	fs.StringArrayVar(&o.Roots, "root", nil, "show only rows of this root ("+rootUsage()+", as the rows name it; a local path also matches its file:// URI), repeatable")
 }
 
 func newAuditCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
