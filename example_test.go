@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -378,4 +379,105 @@ func ExampleNamespace_Release() {
 	// Output:
 	// <nil>
 	// true
+}
+
+// lanceDBRoot makes a throwaway database root holding "events", a table
+// LanceDB 0.39 wrote (internal/lance/testdata): six versions, a deletion
+// file, a bitmap index, a tag "release" on version 2.
+func lanceDBRoot() string {
+	dir, err := os.MkdirTemp("", "reaper-example-")
+	if err != nil {
+		panic(err)
+	}
+	src := filepath.Join("internal", "lance", "testdata", "lancedb-0.39", "t.lance")
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(src, p)
+		switch {
+		case err != nil:
+			return err
+		case rel == "tree" || rel == filepath.Join("_refs", "branches"):
+			return filepath.SkipDir // its branch names main by the path it was written at
+		case d.IsDir():
+			return nil
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, "events.lance", rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, body, 0o644)
+	})
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}
+
+// PlanRetention says what version retention would remove from each live
+// table, as Lance's cleanup_old_versions would, without deleting anything:
+// the versions kept and why, the versions removed, every file with its
+// size and why. Its Bytes beside TableBytes is what old versions cost.
+func ExampleNamespace_PlanRetention() {
+	ctx := context.Background()
+	root := lanceDBRoot()
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{})
+	if err != nil {
+		panic(err)
+	}
+	// Every version written before a minute from now: the table was copied
+	// just now, and a version goes only once the store's clock also dates
+	// its manifest before the cutoff.
+	plans, err := ns.PlanRetention(ctx, reaper.RetentionPolicy{Before: time.Now().Add(time.Minute), KeepVersions: 2})
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range plans {
+		fmt.Println(p.Name, p.Result, "versions:", p.Versions, "removed:", p.Removed, "files:", len(p.Files))
+		for _, k := range p.Kept {
+			fmt.Println("  keeps", k.Version, "-", k.Why)
+		}
+		fmt.Println("  reclaims a share of the table:", p.Bytes > 0 && p.Bytes < p.TableBytes)
+	}
+	// Output:
+	// events planned versions: 6 removed: [1 3 4] files: 7
+	//   keeps 2 - tagged release
+	//   keeps 5 - among the newest 2
+	//   keeps 6 - latest
+	//   reclaims a share of the table: true
+}
+
+// Retain removes the old versions of one live table under its lease,
+// beside LanceDB writers, and every file only they referenced; the floor
+// (RetainOptions.MinTTL, 1h by default) refuses a cutoff that recent unless
+// AllowShortTTL. A second run finds nothing to do.
+func ExampleNamespace_Retain() {
+	ctx := context.Background()
+	root := lanceDBRoot()
+	defer os.RemoveAll(root)
+	ns, err := reaper.Open(ctx, root, reaper.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	policy := reaper.RetentionPolicy{Before: time.Now().Add(time.Minute), KeepVersions: 2}
+	_, err = ns.Retain(ctx, "events", reaper.RetainOptions{Policy: policy})
+	fmt.Println(errors.Is(err, reaper.ErrShortTTL))
+
+	res, err := ns.Retain(ctx, "events", reaper.RetainOptions{Policy: policy, AllowShortTTL: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outcome, "versions removed:", res.VersionsRemoved, "objects:", res.Objects)
+	res, err = ns.Retain(ctx, "events", reaper.RetainOptions{Policy: policy, AllowShortTTL: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outcome)
+	// Output:
+	// true
+	// cleaned versions removed: 3 objects: 7
+	// nothing_to_do
 }

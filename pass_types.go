@@ -159,6 +159,17 @@ func (r *RootReport) RoutineLen() int { return r.rr.RoutineLen() }
 // tables whose data the pass removed.
 func (r *RootReport) After() PlanSummary { return planSummaryOf(r.rr.After()) }
 
+// RetentionBacklog is what version retention would still remove in the
+// root once the pass is over, versions and bytes: its plans of the live
+// tables less what its runs removed (a dry run removes nothing), what
+// reaper_retention_reclaimable_* report. ok is false when the pass did not
+// plan every live table of the root (retention off there, named tables,
+// paused, refused, cut short).
+func (r *RootReport) RetentionBacklog() (versions int, bytes int64, ok bool) {
+	b, ok := r.rr.RetentionBacklog()
+	return b.Versions, b.Bytes, ok
+}
+
 // decisionsOf converts the worker's decisions one at a time, as they are
 // yielded: a big root's are never all held at once.
 func decisionsOf(seq iter.Seq[worker.Decision]) iter.Seq[Decision] {

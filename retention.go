@@ -63,6 +63,9 @@ type RetentionPlan struct {
 	// (<name>.lance/...), and Bytes their total size.
 	Files []RetentionFile
 	Bytes int64
+	// TableBytes is the table's size as planned: every object under the
+	// directories Lance's cleanup manages, what Bytes are a share of.
+	TableBytes int64
 	// KeptForOthers counts the files kept because other tables of the
 	// root (KeptFor, by name) read them through base paths: shallow
 	// clones.
@@ -121,7 +124,8 @@ func (n *Namespace) PlanRetentionEach(ctx context.Context, policy RetentionPolic
 // exportPlan is the public form of one table's plan.
 func exportPlan(p lifecycle.RetentionPlan) RetentionPlan {
 	out := RetentionPlan{Name: p.Name, Result: string(p.Result), Reason: p.Reason, Versions: p.Versions,
-		Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes, KeptForOthers: p.KeptForOthers, KeptFor: p.KeptFor}
+		Cutoff: p.Plan.Cutoff, Removed: p.Plan.Removed, Bytes: p.Plan.Bytes, TableBytes: p.TableBytes,
+		KeptForOthers: p.KeptForOthers, KeptFor: p.KeptFor}
 	for _, k := range p.Plan.Kept {
 		out.Kept = append(out.Kept, KeptVersion{Version: k.Version, Why: k.Why})
 	}
@@ -228,6 +232,10 @@ type RetentionSummary struct {
 	// Files and Bytes are the files the plan deletes and their total size.
 	Files int
 	Bytes int64
+	// TableBytes is the table's size: every object under the directories
+	// Lance's cleanup manages (_versions/, _transactions/, data/,
+	// _indices/, _deletions/), what Bytes are a share of.
+	TableBytes int64
 }
 
 // EachStatusRetention is EachStatus with, for each live table, the summary
@@ -242,7 +250,7 @@ func (n *Namespace) EachStatusRetention(ctx context.Context, policy RetentionPol
 		var out *RetentionSummary
 		if sum != nil {
 			out = &RetentionSummary{Result: string(sum.Result), Reason: sum.Reason, Versions: sum.Versions,
-				Removed: sum.Removed, Files: sum.Files, Bytes: sum.Bytes}
+				Removed: sum.Removed, Files: sum.Files, Bytes: sum.Bytes, TableBytes: sum.TableBytes}
 		}
 		return fn(statusOf(s), out, now)
 	}))

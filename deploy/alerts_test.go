@@ -165,6 +165,11 @@ func healthy() scenario {
 		`reaper_objstore_requests_total{` + l + `, op="walk", code="ok"}`:                      perPass(1),
 		`reaper_s3_http_requests_total{` + l + `, operation="GetObject", code="404"}`:          perPass(2),
 		`reaper_ledger_write_failures_total{` + l + `}`:                                        constant(0),
+		// Version retention on: each pass cleans what became old since the
+		// last one, and leaves nothing.
+		`reaper_retention_tables_total{` + l + `, ` + root + `, result="cleaned"}`: perPass(1),
+		`reaper_retention_tables_total{` + l + `, ` + root + `, result="dry_run"}`: constant(0),
+		`reaper_retention_reclaimable_bytes{` + l + `, ` + root + `}`:              constant(0),
 	}
 	return s
 }
@@ -178,7 +183,7 @@ func (s scenario) with(changes scenario) scenario {
 
 // load turns a scenario into scraped samples, checking that each series
 // is one reaper really exports, with its labels.
-func load(t *testing.T, e exported, s scenario) *memStorage {
+func load(t *testing.T, e exported, s scenario, window time.Duration) *memStorage {
 	t.Helper()
 	m := &memStorage{}
 	c := newChecker(e)
@@ -203,7 +208,14 @@ func load(t *testing.T, e exported, s scenario) *memStorage {
 // fire at the end of the window, as "Name{labels}".
 func firing(t *testing.T, e exported, s scenario) []string {
 	t.Helper()
-	st := load(t, e, s)
+	return firingOver(t, e, s, window)
+}
+
+// firingOver is firing over a window of another length: an alert that
+// compares with a day ago needs more than a day.
+func firingOver(t *testing.T, e exported, s scenario, window time.Duration) []string {
+	t.Helper()
+	st := load(t, e, s, window)
 	eng := promql.NewEngine(promql.EngineOpts{
 		MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, Parser: promParser,
 	})
@@ -348,6 +360,12 @@ func TestAlertsFire(t *testing.T) {
 			covered[tc.alert] = true
 		})
 	}
+	t.Run("ReaperRetentionBacklogNotFalling", func(t *testing.T) {
+		// It compares with a day ago: a window of more than a day.
+		fired := firingOver(t, e, retentionStuck(), 26*time.Hour)
+		require.Contains(t, fired, `ReaperRetentionBacklogNotFalling{instance="10.0.0.7:9090", job="reaper", namespace="lance", root="/data/lancedb"}`)
+		covered["ReaperRetentionBacklogNotFalling"] = true
+	})
 	// Every alert has a case.
 	for _, g := range loadRules(t).Spec.Groups {
 		for _, r := range g.Rules {
@@ -373,4 +391,46 @@ func TestAlertsWaitForTheirFor(t *testing.T) {
 		`reaper_roots_refused_total{` + l + `, root="/data/lancedb", reason="blast_radius"}`: after(window-5*time.Minute, constant(0), constant(1)),
 	}))
 	require.NotContains(t, alertNames(fired), "ReaperRootRefused", fmt.Sprint(fired))
+}
+
+// retentionStuck is a daemon whose version retention leaves 5 GiB of old
+// versions every pass, a day long.
+func retentionStuck() scenario {
+	const l = `namespace="lance", job="reaper", instance="10.0.0.7:9090"`
+	return healthy().with(scenario{
+		`reaper_retention_reclaimable_bytes{` + l + `, root="/data/lancedb"}`: constant(5 << 30),
+	})
+}
+
+// TestRetentionBacklogAlert: a backlog that stays, a day long, fires; one
+// that reaches zero after passes, one that falls (a limit spreads a big
+// backlog over days), a dry run's (it deletes nothing by design) and one
+// younger than a day do not.
+func TestRetentionBacklogAlert(t *testing.T) {
+	e := realMetrics(t)
+	const l = `namespace="lance", job="reaper", instance="10.0.0.7:9090"`
+	const root = `root="/data/lancedb"`
+	const name = "ReaperRetentionBacklogNotFalling"
+	const day = 26 * time.Hour
+	require.Contains(t, alertNames(firingOver(t, e, retentionStuck(), day)), name)
+	for what, s := range map[string]scenario{
+		"healthy": healthy(),
+		"some passes leave some": healthy().with(scenario{
+			`reaper_retention_reclaimable_bytes{` + l + `, ` + root + `}`: func(at time.Duration) (float64, bool) {
+				return float64((int(at/passes) % 3) << 20), true
+			},
+		}),
+		"falling": healthy().with(scenario{
+			`reaper_retention_reclaimable_bytes{` + l + `, ` + root + `}`: func(at time.Duration) (float64, bool) {
+				return float64(100<<30 - int64(at/passes)*(200<<20)), true
+			},
+		}),
+		"dry run": retentionStuck().with(scenario{
+			`reaper_retention_tables_total{` + l + `, ` + root + `, result="dry_run"}`: perPass(1),
+			`reaper_retention_tables_total{` + l + `, ` + root + `, result="cleaned"}`: constant(0),
+		}),
+	} {
+		require.NotContains(t, alertNames(firingOver(t, e, s, day)), name, what)
+	}
+	require.NotContains(t, alertNames(firing(t, e, retentionStuck())), name, "less than a day of it")
 }

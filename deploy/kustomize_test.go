@@ -186,6 +186,8 @@ func TestKustomizationsBuild(t *testing.T) {
 		"kubernetes/daemon",
 		"kubernetes/examples/azure-workload-identity",
 		"kubernetes/examples/gcs-workload-identity",
+		"kubernetes/examples/retention",
+		"kubernetes/examples/retention-daemon",
 		"kubernetes/examples/s3-irsa",
 		"kubernetes/examples/s3-static-keys",
 		"kubernetes/examples/sharded",
@@ -521,7 +523,7 @@ func TestCronJobsFollowTheSchedule(t *testing.T) {
 		}
 		require.True(t, exit2, "%s: exit status 2 (configuration error) must not be retried", p)
 	}
-	require.Equal(t, 6, n) // cronjob, s3-irsa, s3-static-keys, gcs-workload-identity, azure-workload-identity, sharded
+	require.Equal(t, 7, n) // cronjob, s3-irsa, s3-static-keys, gcs-workload-identity, azure-workload-identity, sharded, retention
 }
 
 // TestDaemonProbesAndScraping: the daemon and the sidecar listen where
@@ -591,7 +593,7 @@ func TestDaemonProbesAndScraping(t *testing.T) {
 		require.Equal(t, "http-metrics", sm.Spec.Endpoints[0].Port)
 		require.Equal(t, "/metrics", sm.Spec.Endpoints[0].Path)
 	}
-	require.Equal(t, 2, n)
+	require.Equal(t, 3, n) // daemon, sidecar, retention-daemon
 }
 
 func selects(selector, labels map[string]string) bool {

@@ -142,8 +142,12 @@ func runRealPass(t *onceT) exported {
 	waitDue(t, s3root, s3.flags(), "vectors")
 
 	cfg := filepath.Join(dir, "reaper.yaml")
+	// Version retention on the local root: its gauges and per-root
+	// counters are exported (its tables, reaper's placeholders, are
+	// unsupported: nothing of them is deleted).
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`roots:
   - uri: %s
+    retention: {enabled: true}
   - uri: %s
   - uri: %s
     storage_options:
@@ -358,4 +362,8 @@ func TestRealPassMetrics(t *testing.T) {
 	require.Greater(t, value("reaper_s3_http_requests_total", map[string]string{"operation": "DeleteObjects", "code": "200"}), 0.0)
 	require.Equal(t, 0.0, value("reaper_last_success_timestamp_seconds", nil))
 	require.Equal(t, 1.0, value("reaper_pass_duration_seconds", nil))
+	// Retention planned every live table of the local root, none of which
+	// it may clean: the backlog is set, at zero.
+	require.Equal(t, 1.0, value("reaper_retention_tables_total", map[string]string{"result": "unsupported"}), "users")
+	require.Equal(t, 0.0, value("reaper_retention_reclaimable_bytes", nil))
 }

@@ -204,6 +204,43 @@ tests:
       - eval_time: 5h
         alertname: ReaperLedgerWriteFailures
         exp_alerts: []
+  # Pushgateway: every run of a CronJob leaves 5 GiB of old versions in a
+  # root, a day long: version retention does not keep up.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_retention_reclaimable_bytes{namespace="lance",job="reaper-lance",instance="",root="s3://b/db"}'
+        values: '5368709120x1600'
+      - series: 'reaper_retention_tables_total{namespace="lance",job="reaper-lance",instance="",root="s3://b/db",result="dry_run"}'
+        values: '0x1600'
+    alert_rule_test:
+      - eval_time: 26h
+        alertname: ReaperRetentionBacklogNotFalling
+        exp_alerts:
+          - exp_labels: {severity: warning, namespace: lance, job: reaper-lance, root: "s3://b/db"}
+            exp_annotations:
+              runbook_url: https://github.com/lance-reaper/reaper/blob/main/docs/RUNBOOK.md#reaperretentionbacklognotfalling
+              summary: 'old versions of s3://b/db are not being reclaimed'
+              description: >-
+                Version retention of reaper-lance in lance would still delete 5GiB of old versions in
+                s3://b/db, no less than a day ago, and has not reached zero all day: tables are
+                locked, over limits.max_objects_per_pass, unread or failing. The "root finished" and
+                "table retention" log lines say which.
+  # The same backlog in a dry run (a shadow rollout): nothing is deleted by
+  # design, no alert; nor once a pass brought it down to zero.
+  - interval: 1m
+    input_series:
+      - series: 'reaper_retention_reclaimable_bytes{namespace="lance",job="reaper-lance",instance="",root="s3://b/db"}'
+        values: '5368709120x1600'
+      - series: 'reaper_retention_tables_total{namespace="lance",job="reaper-lance",instance="",root="s3://b/db",result="dry_run"}'
+        values: '3x1600'
+      - series: 'reaper_retention_reclaimable_bytes{namespace="lance",job="reaper-lance",instance="",root="s3://b/other"}'
+        values: '5368709120x1500 0x100'
+      - series: 'reaper_retention_tables_total{namespace="lance",job="reaper-lance",instance="",root="s3://b/other",result="dry_run"}'
+        values: '0x1600'
+    alert_rule_test:
+      - eval_time: 26h
+        alertname: ReaperRetentionBacklogNotFalling
+        exp_alerts: []
   # Healthy: nothing refused, every replica succeeding.
   - interval: 1m
     input_series:

@@ -133,7 +133,7 @@ func TestRulesArePrometheusRules(t *testing.T) {
 			require.Positive(t, rule.For, "%s: an alert waits before firing", rule.Alert)
 		}
 	}
-	require.Len(t, alerts, 13)
+	require.Len(t, alerts, 14)
 }
 
 // TestRulesReadRealMetrics: every metric the rules read is one a real pass

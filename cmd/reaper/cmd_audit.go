@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/ledger"
+	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/stack"
 )
 
@@ -37,6 +39,9 @@ type auditOptions struct {
 	// ConfigPath supplies audit.location and its storage options when
 	// --location is not given.
 	ConfigPath string
+	// Actions, Tables and Roots keep only the rows with one of them (each
+	// filter empty: every row).
+	Actions, Tables, Roots []string
 }
 
 func (o *auditOptions) register(fs *pflag.FlagSet) {
@@ -47,18 +52,27 @@ func (o *auditOptions) register(fs *pflag.FlagSet) {
 	fs.Var(newDurationValue(&o.Since, defaultAuditSince), "since",
 		"show rows of tables finished within this long before now, e.g. 24h, 7d, 1d12h")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
+	fs.StringSliceVar(&o.Actions, "action", nil, "show only rows of these actions ("+joinActions()+"), repeatable or comma-separated")
+	fs.StringArrayVar(&o.Tables, "table", nil, "show only rows of this table, repeatable")
+	fs.StringArrayVar(&o.Roots, "root", nil, "show only rows of this root ("+rootUsage()+", as the rows name it; a local path also matches its file:// URI), repeatable")
 }
 
 func newAuditCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	o := auditOptions{Output: formatTable}
 	cmd := &cobra.Command{
-		Use:   "audit (--location URI | --config FILE) [--since 24h] [-o table|json]",
+		Use:   "audit (--location URI | --config FILE) [--since 24h] [--action A] [--table NAME] [--root URI] [-o table|json]",
 		Short: "Show what purge passes did, from the audit ledger",
 		Long: `Read the audit ledger (one Parquet file per purge pass under passes/ at
 --location, and the journals under journal/) and print one row per table a
 pass looked at and finished within --since (default 24h), oldest first:
 the action (purged, skipped, dry_run, failed, conflict, held, refused, cleaned),
-objects and bytes deleted, and the reason or error. It changes nothing.
+the objects and bytes the pass removed, and the reason or error. It changes
+nothing. --action, --table and --root keep the rows of the actions, tables
+and roots named (each repeatable; rows must match every filter given), e.g.
+--action failed, or --action cleaned --root s3://bucket/db for what version
+retention did in one root. A row with no table is a root's: it could not
+be read, or it counts the live tables version retention found nothing to
+do in (reason nothing_to_do), which have no row each.
 
 Rows a later pass folded from the journal of a pass killed before it wrote
 its file are marked [recovered by <pass id>]; rows still in a journal
@@ -126,14 +140,63 @@ func runAudit(ctx context.Context, o auditOptions, stdout io.Writer) error {
 		since = defaultAuditSince
 	}
 	from := o.now().Add(-since)
+	keep, err := o.filter()
+	if err != nil {
+		return err
+	}
 	rows, err := ledger.Read(ctx, store, from)
 	if err != nil {
 		return err
 	}
+	rows = slices.DeleteFunc(rows, func(r ledger.Row) bool { return !keep(r) })
 	if o.Output == formatJSON {
 		return renderAuditJSON(stdout, rows)
 	}
+	if len(rows) == 0 && len(o.Actions)+len(o.Tables)+len(o.Roots) > 0 {
+		_, err := fmt.Fprintf(stdout, "no rows in the ledger since %s match --action, --table and --root\n", formatTime(from))
+		return err
+	}
 	return renderAuditTable(stdout, rows, from)
+}
+
+// joinActions lists the ledger's actions, for --action's help and errors.
+func joinActions() string {
+	var out []string
+	for _, a := range outcome.Actions() {
+		out = append(out, string(a))
+	}
+	return strings.Join(out, ", ")
+}
+
+// filter is what --action, --table and --root keep: a row matching one
+// value of each filter given. An unknown action is a usage error; a root
+// given as a local path matches the file:// URI the ledger records.
+func (o auditOptions) filter() (func(ledger.Row) bool, error) {
+	actions := map[string]bool{}
+	for _, a := range o.Actions {
+		a = strings.TrimSpace(a)
+		if !slices.Contains(outcome.Actions(), outcome.Action(a)) {
+			return nil, usagef("audit: --action %q: want one of %s", a, joinActions())
+		}
+		actions[a] = true
+	}
+	tables := map[string]bool{}
+	for _, t := range o.Tables {
+		tables[t] = true
+	}
+	roots := map[string]bool{}
+	for _, r := range o.Roots {
+		roots[r] = true
+		if !strings.Contains(r, "://") {
+			if abs, err := filepath.Abs(r); err == nil {
+				roots[abs], roots["file://"+filepath.ToSlash(abs)] = true, true
+			}
+		}
+	}
+	return func(r ledger.Row) bool {
+		return (len(actions) == 0 || actions[r.Action]) && (len(tables) == 0 || tables[r.Table]) &&
+			(len(roots) == 0 || roots[r.Root])
+	}, nil
 }
 
 // resolveLocation makes a relative local path absolute and refuses a

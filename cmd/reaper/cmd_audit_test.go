@@ -234,3 +234,75 @@ func TestAuditShowsJournalAndRecoveredRows(t *testing.T) {
 	require.NoError(t, runAudit(t.Context(), auditOpts(dir, now), &out))
 	require.Contains(t, out.String(), "[recovered by pass-next] unfinished: pass pass-killed")
 }
+
+// TestAuditFilters: --action, --table and --root keep the rows they name
+// (each repeatable, all of them at once); an unknown action is a usage
+// error naming the actions.
+func TestAuditFilters(t *testing.T) {
+	dir, now := auditFixture(t)
+	rows := func(mod func(*auditOptions)) []string {
+		o := auditOpts(dir, now)
+		o.Since, o.Output = 2*24*time.Hour, formatJSON
+		mod(&o)
+		var out bytes.Buffer
+		require.NoError(t, runAudit(t.Context(), o, &out))
+		var got []auditJSON
+		require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+		var names []string
+		for _, r := range got {
+			names = append(names, r.Table)
+		}
+		return names
+	}
+	require.Equal(t, []string{"users"}, rows(func(o *auditOptions) { o.Actions = []string{"failed"} }))
+	require.Equal(t, []string{"old_table", "events", "logs"}, rows(func(o *auditOptions) { o.Actions = []string{"purged", "skipped"} }))
+	require.Equal(t, []string{"events"}, rows(func(o *auditOptions) { o.Tables = []string{"events"} }))
+	require.Equal(t, []string{"old_table", "events"}, rows(func(o *auditOptions) { o.Actions, o.Tables = []string{"purged"}, []string{"events", "old_table"} }))
+	require.Len(t, rows(func(o *auditOptions) { o.Roots = []string{"/data/db"} }), 4)
+	require.Empty(t, rows(func(o *auditOptions) { o.Roots = []string{"s3://other/db"} }))
+
+	code, stdout, _ := run(t, "audit", "--location", dir, "--since", "100000d", "--action", "failed,skipped")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, 3, strings.Count(stdout, "\n"), "header, users and logs: %s", stdout)
+	code, stdout, _ = run(t, "audit", "--location", dir, "--since", "100000d", "--table", "nope")
+	require.Equal(t, exitOK, code)
+	require.True(t, strings.HasPrefix(stdout, "no rows in the ledger since "), stdout)
+	require.True(t, strings.HasSuffix(stdout, " match --action, --table and --root\n"), stdout)
+	code, _, stderr := run(t, "audit", "--location", dir, "--action", "deleted")
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, `reaper: audit: --action "deleted": want one of purged, skipped, dry_run, failed, conflict, held, refused, cleaned`+"\n", stderr)
+}
+
+// TestAuditOfRetention: reaper audit reads back what version retention
+// did in a root: the table it cleaned (--action cleaned --root), and, for
+// a pass that only looked at its live tables, one row of the root that
+// counts them (no row each).
+func TestAuditOfRetention(t *testing.T) {
+	root, _, _ := retainFixture(t)
+	audit := t.TempDir()
+	t.Setenv("REAPER_AUDIT_LOCATION", audit)
+	before := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
+	for range 2 {
+		code, stdout, stderr := run(t, "retain", "--root", root, "--before", before, "--allow-short-ttl", "--log-level", "error")
+		require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	code, stdout, stderr := run(t, "audit", "--location", audit, "--action", "cleaned", "--root", root, "-o", "json")
+	require.Equal(t, exitOK, code, stderr)
+	var cleaned []auditJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &cleaned))
+	require.Len(t, cleaned, 1, stdout)
+	require.Equal(t, "events", cleaned[0].Table)
+	require.True(t, strings.HasPrefix(*cleaned[0].Reason, "old_versions: version retention: removed "), *cleaned[0].Reason)
+
+	code, stdout, stderr = run(t, "audit", "--location", audit, "--action", "skipped", "--root", root, "-o", "json")
+	require.Equal(t, exitOK, code, stderr)
+	var idle []auditJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &idle))
+	require.Len(t, idle, 1, "the second pass: one row for the root, none for the table: %s", stdout)
+	require.Equal(t, "", idle[0].Table)
+	require.Equal(t, "nothing_to_do: version retention: 1 live table(s) with no version old enough to remove (no row each)", *idle[0].Reason)
+
+	code, stdout, _ = run(t, "audit", "--location", audit, "--table", "events", "--root", "/elsewhere")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "no rows in the ledger since ")
+}

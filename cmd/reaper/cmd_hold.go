@@ -28,13 +28,14 @@ func newHoldCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	var o holdOptions
 	cmd := &cobra.Command{
 		Use:   "hold --root URI --reason TEXT NAME...",
-		Short: "Place a legal hold: the tables are never purged until released",
+		Short: "Place a legal hold: the tables are neither purged nor cleaned of old versions until released",
 		Long: `Place a legal hold on each named table by writing <name>.reaper-hold
 beside it. While the hold exists no purge deletes the table, whatever its
-TTL; status shows it and purge reports it as held. An existing hold is kept
-as it is. Lift it with 'reaper release'. A purge re-reads the hold before each
-batch of deletes: a hold placed while a purge runs stops it before its next
-batch (the command says so), and a partially purged table stays as it is.
+TTL, and version retention removes none of its old versions; status shows
+it, and purge and retain report it as held. An existing hold is kept as it
+is. Lift it with 'reaper release'. A purge or a retention run re-reads the
+hold before each batch of deletes: a hold placed while one runs stops it
+before its next batch (the command says so), and what it deleted is gone.
 
 Exit status: 0 when every name was held, 1 when any failed, 2 on usage errors.`,
 		Args: requireNames,
@@ -119,14 +120,14 @@ func releaseFailure(name string, err error) string {
 // deleting the table stops before its next batch (it re-reads the hold
 // before each one), but what it deleted is gone.
 func holdMessage(ctx context.Context, ns *reaper.Namespace, name, reason string) string {
-	msg := fmt.Sprintf("held (%s): no purge deletes anything more of it until 'reaper release'", reason)
+	msg := fmt.Sprintf("held (%s): neither a purge nor version retention deletes anything more of it until 'reaper release'", reason)
 	st, err := ns.Status(ctx, name)
 	if err != nil || len(st) != 1 {
 		return msg
 	}
 	switch st[0].State {
 	case reaper.StatePurging:
-		return msg + "; a purge holds its lease now: it stops before its next batch of deletes, and a batch already sent still lands"
+		return msg + "; a purge or a retention run holds its lease now: it stops before its next batch of deletes, and a batch already sent still lands"
 	case reaper.StatePartiallyPurged, reaper.StateStuck:
 		return msg + "; a purge already deleted part of it (partially purged): what is left is kept"
 	}

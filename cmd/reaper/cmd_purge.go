@@ -132,6 +132,9 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	if exportErr != nil {
 		rt.log.Error("export metrics", "error", exportErr)
 	}
+	if err := emptyRootHint(ctx, "purge", rt, rep, o.Names, o.ConfigPath != ""); err != nil {
+		return err
+	}
 	out := purgeReportOf(rep, len(rt.cfg.Roots)+len(rt.cfg.Discover) > 1)
 	switch {
 	case o.Output == formatJSON:

@@ -25,6 +25,9 @@ type retainOptions struct {
 	Names  []string
 	// Progress prints each cleaned table's progress on stderr.
 	Progress bool
+	// Verbose lists, in a dry run's table form, each table's versions kept
+	// and files to delete.
+	Verbose bool
 }
 
 func (o *retainOptions) register(fs *pflag.FlagSet) {
@@ -35,6 +38,7 @@ func (o *retainOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report what would be deleted; delete nothing")
 	fs.BoolVar(&o.Progress, "progress", false, "print each table's progress on stderr while its old versions are removed: objects done of the total, rate and ETA (a line a second per table); with --dry-run, a line per table as soon as it is planned")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "with --dry-run, list under the table each table's versions kept (and why) and every file it would delete, with its size and why (-o json always has them)")
 }
 
 func newRetainCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
@@ -61,8 +65,9 @@ safety.min_ttl is refused unless --allow-short-ttl. A record left beside a
 table by a run that was cut short is taken over only as far as it is still
 true: the current policy decides which versions go.
 
---dry-run reads every version and lists what would go: the versions kept and
-removed and each file with its size and why. JSON (-o json) with --dry-run:
+--dry-run reads every version and lists what would go: in the table, each
+table's versions and files to remove, and with -v the versions kept (and
+why) and each file with its size and why. JSON (-o json) with --dry-run:
 {"tables":[{"name","result","reason","versions_kept","versions_removed",
 "kept":[{"version","why"}],"files":[{"key","bytes","why"}],"bytes",
 "record"}]}, keys relative to the root; result is planned, nothing_to_do,
@@ -79,10 +84,12 @@ carry their root (a ROOT column, "root" in the JSON), and roots that could
 not be read are listed (ROOTS FAILED, "failed_roots"). Without --older-than
 and --before each root takes the policy of its retention section (retention:
 at the top, or the root's or its discover pattern's own), and the roots
-where it is not enabled are left out. A dry run over every live table of a
-root sets reaper_retention_reclaimable_bytes and
-reaper_retention_reclaimable_versions of that root, pushed or written with
---pushgateway or --textfile (metrics.pushgateway, metrics.textfile).
+where it is not enabled are left out. A run over every live table of a root
+sets reaper_retention_reclaimable_bytes and
+reaper_retention_reclaimable_versions of that root (what retention would
+still remove: all of the plan in a dry run, what is left after a run),
+pushed or written with --pushgateway or --textfile (metrics.pushgateway,
+metrics.textfile).
 
 Exit status: 0 when no table failed (unsupported, held, paused and locked
 tables are listed), 1 when a table or a root failed, root discovery was
@@ -152,6 +159,9 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	exportErr := rt.export(ctx)
 	if exportErr != nil {
 		rt.log.Error("export metrics", "error", exportErr)
+	}
+	if err := emptyRootHint(ctx, "retain", rt, pass, o.Names, o.ConfigPath != ""); err != nil {
+		return err
 	}
 	rep.fromPass(pass)
 	if err := rep.finish(ctx, o, stdout); err != nil {

@@ -103,11 +103,21 @@ func TestPurgeCleansLiveTablesWithRetention(t *testing.T) {
 	require.Equal(t, "old_versions", string(planned.Code))
 	require.Positive(t, planned.Versions)
 
-	code, out, stderr = run(t, "purge", "--root", root, "--log-level", "error")
+	code, out, stderr = run(t, "purge", "--root", root, "--dry-run", "--log-level", "error")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "VERSION RETENTION (dry run, would remove): 1 tables")
+	require.Contains(t, out, fmt.Sprintf("dry run, nothing was deleted: would have reclaimed 0 objects, 0 B from 0 tables; 0 skipped, 0 failed; version retention: would remove %d versions, %d objects", planned.Versions, planned.Objects))
+
+	// The table, its summary and the pass's log line count what retention
+	// removed beside the purges.
+	code, out, stderr = run(t, "purge", "--root", root, "--log-level", "info")
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "VERSION RETENTION: 1 tables")
 	require.Regexp(t, `events +old_versions +`+strconv.Itoa(planned.Versions)+` +`+strconv.FormatInt(planned.Objects, 10), out)
 	require.Contains(t, out, fmt.Sprintf("version retention: removed %d versions, %d objects", planned.Versions, planned.Objects))
+	require.Regexp(t, fmt.Sprintf(`msg="pass finished" pass_id=\S+ result=success purged=0 objects=0 bytes=0 skipped=0 failed=0 tables_cleaned=1 versions_removed=%d retention_objects=%d retention_bytes=%d retention_failed=0 duration_seconds=`,
+		planned.Versions, planned.Objects, planned.Bytes), stderr)
+	require.Regexp(t, fmt.Sprintf(`msg="root finished" pass_id=\S+ root=\S+ purged=0 objects=0 bytes=0 skipped=0 failed=0 tables_cleaned=1 versions_removed=%d `, planned.Versions), stderr)
 	_, err = lance.ReadTable(context.Background(), st, "events.lance/")
 	require.NoError(t, err, "the table still reads")
 

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/stack"
 )
 
 // statusOptions are the flags and arguments of `reaper status`.
@@ -27,6 +32,9 @@ func (o *statusOptions) register(fs *pflag.FlagSet) {
 	o.policyFlags.register(fs, statusOlderThan)
 	fs.Lookup("older-than").Usage = "with --versions: count versions written more than this long ago by the store's clock as removable (e.g. 7d, 36h)"
 	fs.Lookup("before").Usage = "with --versions: count versions written before this instant as removable (RFC 3339)"
+	fs.Lookup("keep-versions").Usage = "with --versions: count the newest N versions as kept"
+	fs.Lookup("delete-unverified").Usage = "with --versions: count files no manifest references as removable whatever their age, as retain --delete-unverified would"
+	fs.Lookup("unverified-after").Usage = "with --versions: count a file no manifest references as removable from this age (a write in progress is younger)"
 }
 
 func newStatusCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
@@ -50,13 +58,19 @@ hold_reason; fields that do not apply are null.
 
 --versions also reads every manifest of each live table (a listing of the
 table and a read per version: far more requests than a status) and adds
-VERSIONS, REMOVABLE and RECLAIMABLE: the table's versions, and the versions
-and bytes 'reaper retain' with the same --older-than (7d by default, as
-LanceDB's optimize), --before, --keep-versions, --delete-unverified and
---unverified-after would remove; a table retain would refuse says why
-(unsupported). A few tables are read at once while the rows go out. JSON
-then adds versions, reclaimable_versions, reclaimable_bytes, retention
-(planned, nothing_to_do, unsupported, failed) and retention_reason.
+VERSIONS, SIZE, REMOVABLE and RECLAIMABLE: the table's versions and size
+(every file of its _versions/, _transactions/, data/, _indices/ and
+_deletions/), and the versions and bytes 'reaper retain' with the same
+--older-than (7d when neither it nor --before is given, as LanceDB's
+optimize: the last line says so), --before, --keep-versions,
+--delete-unverified and --unverified-after would remove, with their share
+of the size; a table retain would refuse says why (unsupported). The last
+line sums them, and says when retain would refuse the policy (a cutoff
+below safety.min_ttl, a --before in the future). A few tables are read at
+once while the rows go out. JSON then adds versions, table_bytes,
+reclaimable_versions, reclaimable_bytes, reclaimable_percent, retention
+(planned, nothing_to_do, unsupported, failed), retention_reason and
+retention_policy; a policy retain would refuse is a warning on stderr.
 
 Exit status: 0 on success (whatever the states), 1 when the root cannot be
 read, 2 on usage errors.`,
@@ -78,10 +92,12 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	if err := validateNames(o.Names); err != nil {
 		return err
 	}
+	defaulted := o.Versions && o.OlderThan == 0 && o.Before == ""
 	policy, err := o.statusPolicy()
 	if err != nil {
 		return err
 	}
+	policyName := policyText(o.policyFlags)
 	floor, err := o.ttlFloor()
 	if err != nil {
 		return err
@@ -93,24 +109,74 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	// Rows are printed as the root's listing passes each name, judged by
 	// the store's clock, as purge judges them.
 	var p statusPrinter
+	var versions *versionColumns
 	switch {
 	case o.Output == formatJSON:
 		jp := newStatusJSON(stdout, floor)
 		jp.versions = o.Versions
+		if jp.policy = policyName; defaulted {
+			jp.policy += " (status's default, as LanceDB's optimize())"
+		}
 		p = jp
 	case o.Versions:
-		p = newStatusVersionsTable(stdout, floor, policyText(o.policyFlags))
+		tp := newStatusVersionsTable(stdout, floor, policyName, defaulted)
+		p, versions = tp, tp.versions
 	default:
 		p = newStatusTable(stdout, floor)
 	}
+	var now time.Time // the store's clock, as the rows were judged
+	rows := 0
 	if o.Versions {
-		err = ns.EachStatusRetention(ctx, policy, p.rowWith, o.Names...)
+		err = ns.EachStatusRetention(ctx, policy, func(s reaper.TableStatus, sum *reaper.RetentionSummary, at time.Time) error {
+			now, rows = at, rows+1
+			return p.rowWith(s, sum, at)
+		}, o.Names...)
 	} else {
-		err = ns.EachStatus(ctx, p.row, o.Names...)
+		err = ns.EachStatus(ctx, func(s reaper.TableStatus, at time.Time) error {
+			rows++
+			return p.row(s, at)
+		}, o.Names...)
 	}
 	if err != nil {
 		_ = p.close(false)
 		return storeError(ns.URI(), err)
 	}
+	if rows == 0 && len(o.Names) == 0 {
+		if err := o.emptyRootHint(ctx, ns.URI()); err != nil {
+			_ = p.close(false)
+			return err
+		}
+	}
+	refusal := ""
+	if o.Versions {
+		refusal = policyRefusal(policy, now, floor)
+	}
+	if versions != nil {
+		versions.refusal = refusal
+	} else if refusal != "" {
+		fmt.Fprintf(o.stderr(), "reaper: warning: %s: %s\n", policyName, safeText(refusal))
+	}
 	return p.close(true)
+}
+
+// emptyRootHint is rootHint for status's root (uri, opened), which holds
+// no table: the root as given, opened again to be looked into.
+func (o statusOptions) emptyRootHint(ctx context.Context, uri string) error {
+	given, err := o.rootOrEnv()
+	if err != nil {
+		return nil
+	}
+	root, err := resolveRoot(given)
+	if err != nil {
+		return nil
+	}
+	so, err := parseStorageOptions(o.StorageOptions)
+	if err != nil {
+		return nil
+	}
+	store, err := stack.Open(stack.WithWrapBackend(ctx, o.wrapStore), uri, so, stack.Options{})
+	if err != nil {
+		return nil
+	}
+	return rootHint(ctx, "status", store, root)
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lance-reaper/reaper"
@@ -43,7 +44,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmd.ExecuteContext(ctx)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "reaper: %s\n", safeText(err.Error()))
+		// Several problems (a configuration's, joined) go on lines of
+		// their own, each escaped, never one line of "\n"s.
+		for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+			fmt.Fprintf(stderr, "reaper: %s\n", safeText(line))
+		}
 	}
 	return exitCode(err)
 }

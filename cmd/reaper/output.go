@@ -113,8 +113,10 @@ type statusJSONPrinter struct {
 	w     *bufio.Writer
 	a     jsonArray
 	floor time.Duration
-	// versions adds the retention keys to every element.
+	// versions adds the retention keys to every element, policy the
+	// retain they stand for.
 	versions bool
+	policy   string
 }
 
 func newStatusJSON(w io.Writer, floor time.Duration) *statusJSONPrinter {
@@ -128,7 +130,7 @@ func (p *statusJSONPrinter) row(s reaper.TableStatus, now time.Time) error {
 
 func (p *statusJSONPrinter) rowWith(s reaper.TableStatus, sum *reaper.RetentionSummary, now time.Time) error {
 	if p.versions {
-		return p.a.add(toStatusVersionsJSON(toStatusJSON(s, now, p.floor), sum))
+		return p.a.add(toStatusVersionsJSON(toStatusJSON(s, now, p.floor), sum, p.policy))
 	}
 	return p.a.add(toStatusJSON(s, now, p.floor))
 }

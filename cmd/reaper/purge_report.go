@@ -184,8 +184,12 @@ func (r *purgeReport) summary() string {
 				versions, objects, bytes, tables = versions+t.Versions, objects+t.Objects, bytes+t.Bytes, tables+1
 			}
 		}
-		s += fmt.Sprintf("; version retention: removed %d versions, %d objects, %s from %d of %d live tables",
-			versions, objects, humanBytes(bytes), tables, len(r.Retained))
+		verb := "removed"
+		if r.DryRun {
+			verb = "would remove"
+		}
+		s += fmt.Sprintf("; version retention: %s %d versions, %d objects, %s from %d of %d live tables",
+			verb, versions, objects, humanBytes(bytes), tables, len(r.Retained))
 	}
 	if r.DryRun {
 		s = "dry run, nothing was deleted: would have " + s

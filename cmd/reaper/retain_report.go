@@ -147,7 +147,7 @@ func retainResult(d worker.Retained, dryRun bool) string {
 // retainJSONOfPlan is one table's plan as the dry run's JSON lists it.
 func retainJSONOfPlan(root string, pl lifecycle.RetentionPlan) retainJSON {
 	t := retainJSON{Root: root, Name: pl.Name, Result: string(pl.Result), Reason: pl.Reason, Kept: []uint64{}, Removed: []uint64{},
-		Files: []fileJSON{}, Bytes: pl.Plan.Bytes, Versions: pl.Versions, cutoff: pl.Plan.Cutoff,
+		Files: []fileJSON{}, Bytes: pl.Plan.Bytes, Versions: pl.Versions, cutoff: pl.Plan.Cutoff, now: pl.Now,
 		KeptForOthers: pl.KeptForOthers, KeptFor: pl.KeptFor}
 	for _, k := range pl.Plan.Kept {
 		t.Kept = append(t.Kept, k.Version)
@@ -181,19 +181,21 @@ func (r *retainReport) failed() (failed, all int) {
 
 // finish prints the report and returns the exit status's error.
 func (r *retainReport) finish(ctx context.Context, o retainOptions, stdout io.Writer) error {
+	failed, all := r.failed()
 	var err error
 	switch {
 	case o.Output == formatJSON:
 		err = r.writeJSON(stdout)
+	case o.Quiet && failed == 0 && len(r.failedRoots) == 0 && len(r.discovery) == 0 && len(r.ledgerErrors) == 0:
+		// -q: nothing to say when nothing failed.
 	case r.dryRun:
-		err = r.renderPlans(stdout)
+		err = r.renderPlans(stdout, o.Verbose)
 	default:
 		err = r.renderRuns(stdout)
 	}
 	if err != nil {
 		return err
 	}
-	failed, all := r.failed()
 	switch {
 	case r.shortTTL != "":
 		return usagef("retain: %s", r.shortTTL)
@@ -233,8 +235,9 @@ type retainJSON struct {
 	// (KeptFor) read them through base paths (shallow clones).
 	KeptForOthers int    `json:"kept_for_others,omitempty"`
 	KeptFor       string `json:"kept_for,omitempty"`
-	// cutoff is for the table form's note.
-	cutoff time.Time
+	// cutoff and now (the store's clock the plan was judged at) are for
+	// the table form's note.
+	cutoff, now time.Time
 }
 
 type keptJSON struct {
@@ -296,7 +299,7 @@ func (r *retainReport) cells(root string, cells ...string) string {
 	return strings.Join(cells, "\t")
 }
 
-func (r *retainReport) renderPlans(w io.Writer) error {
+func (r *retainReport) renderPlans(w io.Writer, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, r.header("NAME", "RESULT", "VERSIONS", "REMOVED", "FILES", "BYTES", "NOTE"))
 	var files, bytes int64
@@ -307,7 +310,10 @@ func (r *retainReport) renderPlans(w io.Writer) error {
 		case p.Reason != "":
 			note = p.Reason
 		case len(p.Removed) > 0:
-			note = fmt.Sprintf("versions %s removed; cutoff %s", versionRange(p.Removed), formatTime(p.cutoff))
+			note = fmt.Sprintf("would remove versions %s; cutoff %s", versionRange(p.Removed), formatTime(p.cutoff))
+		}
+		if !p.now.IsZero() && p.cutoff.After(p.now) {
+			note += fmt.Sprintf(" (in the future by the store's clock, %s: no version is kept for its age)", formatTime(p.now))
 		}
 		fmt.Fprintln(tw, r.cells(p.Root, displayName(p.Name), p.Result, fmt.Sprint(p.Versions), fmt.Sprint(len(p.Removed)),
 			fmt.Sprint(len(p.Files)), humanBytes(p.Bytes), safeText(note)))
@@ -323,11 +329,43 @@ func (r *retainReport) renderPlans(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if verbose {
+		if err := r.renderFiles(w); err != nil {
+			return err
+		}
+	}
 	if err := r.renderFailedRoots(w); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "dry run, nothing was deleted: would remove %d files, %s from %d tables; %d unsupported%s\n",
 		files, humanBytes(bytes), tables, unsupported, r.rootsSummary())
+	return err
+}
+
+// renderFiles lists, under the table of a dry run, each planned table's
+// versions kept (and why) and every file it would delete (-v).
+func (r *retainReport) renderFiles(w io.Writer) error {
+	for _, p := range r.plans {
+		if len(p.KeptWhy) == 0 && len(p.Files) == 0 {
+			continue
+		}
+		name := displayName(p.Name)
+		if p.Root != "" {
+			name += " (" + safeText(p.Root) + ")"
+		}
+		fmt.Fprintf(w, "\n%s: %d versions kept, %d would be removed; %d files to delete, %s\n", name, len(p.KeptWhy), len(p.Removed), len(p.Files), humanBytes(p.Bytes))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, k := range p.KeptWhy {
+			fmt.Fprintf(tw, "  kept\tversion %d\t\t%s\n", k.Version, safeText(k.Why))
+		}
+		for _, f := range p.Files {
+			fmt.Fprintf(tw, "  delete\t%s\t%s\t%s\n", safeText(f.Key), humanBytes(f.Bytes), safeText(f.Why))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w)
 	return err
 }
 

@@ -58,8 +58,8 @@ func TestFlagHelpNamesEveryForm(t *testing.T) {
 	visit = func(c *cobra.Command) {
 		for _, name := range []string{"root", "location", "storage-option"} {
 			f := c.Flags().Lookup(name)
-			if f == nil {
-				continue
+			if f == nil || (name == "root" && c.Name() == "audit") {
+				continue // audit's --root keeps the ledger's rows of a root: it opens none
 			}
 			seen[name]++
 			want := objstore.Syntaxes(reg.Forms())

@@ -80,15 +80,60 @@ func (r Retention) Policy() retention.Policy {
 }
 
 // validateRetention checks the top-level section and every root's and
-// pattern's result, naming the key that is wrong.
+// pattern's result, naming the key that is wrong. A problem a root
+// inherits from the top-level section is reported once, at the top: a
+// value every root inherits is one mistake, not one per root. A root's
+// problem with a key it does not set itself says where the value comes
+// from.
 func (c Config) validateRetention(v *validator) {
-	c.checkRetention(v, "retention", c.Retention)
+	top := &validator{}
+	c.checkRetention(top, "retention", c.Retention)
+	v.errs = append(v.errs, top.errs...)
+	atTop := map[string]bool{}
+	for _, e := range top.errs {
+		ve := e.(*ValidationError)
+		atTop[strings.TrimPrefix(ve.Key, "retention")+": "+ve.Problem] = true
+	}
+	check := func(key string, o RetentionOverride) {
+		own := &validator{}
+		c.checkRetention(own, key, c.RetentionFor(o))
+		for _, e := range own.errs {
+			ve := e.(*ValidationError)
+			field := strings.TrimPrefix(ve.Key, key)
+			if o.sets(field) {
+				v.errs = append(v.errs, ve)
+				continue
+			}
+			if atTop[field+": "+ve.Problem] {
+				continue
+			}
+			ve.Value += ", from retention" + field
+			v.errs = append(v.errs, ve)
+		}
+	}
 	for i, r := range c.Roots {
-		c.checkRetention(v, fmt.Sprintf("roots[%d].retention", i), c.RetentionFor(r.Retention))
+		check(fmt.Sprintf("roots[%d].retention", i), r.Retention)
 	}
 	for i, r := range c.Discover {
-		c.checkRetention(v, fmt.Sprintf("discover[%d].retention", i), c.RetentionFor(r.Retention))
+		check(fmt.Sprintf("discover[%d].retention", i), r.Retention)
 	}
+}
+
+// sets reports whether the override sets field (".older_than", ...).
+func (o RetentionOverride) sets(field string) bool {
+	switch field {
+	case ".enabled":
+		return o.Enabled != nil
+	case ".older_than":
+		return o.OlderThan != nil
+	case ".keep_versions":
+		return o.KeepVersions != nil
+	case ".delete_unverified":
+		return o.DeleteUnverified != nil
+	case ".unverified_after":
+		return o.UnverifiedAfter != nil
+	}
+	return false
 }
 
 func (c Config) checkRetention(v *validator, key string, r Retention) {

@@ -44,7 +44,11 @@ type RetentionPlan struct {
 	Reason string
 	// Versions is how many versions of main the table had.
 	Versions int
-	Plan     retention.Plan
+	// TableBytes is the table's size as read for the plan: every object
+	// under the directories Lance's cleanup manages (lance.Table.Objects),
+	// what the plan's Bytes are a share of. Zero when it was not read.
+	TableBytes int64
+	Plan       retention.Plan
 	// Record is set when a retention record was found beside the table:
 	// its files still true are in Plan.Files (WhyRecorded), the rest of it
 	// is dropped by the run (retain_record.go).
@@ -255,6 +259,9 @@ func (ns *Namespace) planTableFrom(ctx context.Context, name string, p retention
 		return rp
 	}
 	rp.Versions = len(t.Versions)
+	for _, o := range t.Objects {
+		rp.TableBytes += o.Size
+	}
 	plan, err := retention.Compute(t, p, now)
 	if err != nil {
 		rp.Result, rp.Reason, rp.err = RetentionFailed, err.Error(), err

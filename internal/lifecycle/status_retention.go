@@ -34,12 +34,14 @@ type RetentionSummary struct {
 	// Files and Bytes are the files the plan deletes and their size.
 	Files int
 	Bytes int64
+	// TableBytes is the table's size (RetentionPlan.TableBytes).
+	TableBytes int64
 }
 
 // summarize drops a plan's lists, keeping its counts.
 func summarize(rp RetentionPlan) *RetentionSummary {
 	return &RetentionSummary{Result: rp.Result, Reason: rp.Reason, Versions: rp.Versions,
-		Removed: len(rp.Plan.Removed), Files: len(rp.Plan.Files), Bytes: rp.Plan.Bytes}
+		Removed: len(rp.Plan.Removed), Files: len(rp.Plan.Files), Bytes: rp.Plan.Bytes, TableBytes: rp.TableBytes}
 }
 
 // statusRow is one row on its way to the caller.

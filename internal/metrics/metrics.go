@@ -24,12 +24,12 @@
 //	s3_http_requests_total{operation,code}     RequestCounter; code is the HTTP status or "error"
 //	store_http_requests_total{backend,operation,code}  RequestCounter.ForBackend; operation in the backend's words
 //	build_info{version,go_version}             always 1
-//	retention_tables_total{result}             live tables version retention visited (RetentionResults)
-//	retention_versions_removed_total           versions whose manifests retention deleted
-//	retention_objects_deleted_total            objects deleted by retention
-//	retention_bytes_reclaimed_total            bytes of those objects
-//	retention_reclaimable_bytes{root}          gauge, what the last retention plan of the root would delete; absent until planned
-//	retention_reclaimable_versions{root}       gauge, the versions it would remove
+//	retention_tables_total{root,result}        live tables version retention visited (RetentionResults)
+//	retention_versions_removed_total{root}     versions whose manifests retention deleted
+//	retention_objects_deleted_total{root}      objects deleted by retention
+//	retention_bytes_reclaimed_total{root}      bytes of those objects
+//	retention_reclaimable_bytes{root}          gauge, what the root's retention plans would still delete after the last pass that planned it; absent until planned
+//	retention_reclaimable_versions{root}       gauge, the versions they would still remove
 //
 // The root label is "" (aggregated) unless Options.PerRootLabels is set.
 package metrics
@@ -54,9 +54,9 @@ const AllRoots = ""
 
 // Options shape the label set.
 type Options struct {
-	// PerRootLabels gives reaper_tables, reaper_oldest_due_marker_timestamp_seconds
-	// and reaper_roots_refused_total one series per root (the root URI,
-	// which never carries secrets). When false the root label is always ""
+	// PerRootLabels gives reaper_tables, reaper_oldest_due_marker_timestamp_seconds,
+	// reaper_roots_refused_total and the retention_* metrics one series per
+	// root (the root URI, which never carries secrets). When false the root label is always ""
 	// (Prometheus treats that as no label): table counts are summed over the
 	// roots, the oldest due marker is the minimum over them. Turn it off
 	// when a deployment has many roots.
@@ -105,6 +105,8 @@ type Metrics struct {
 	rootTables  map[string]map[string]int
 	rootOldest  map[string]time.Time
 	rootReclaim map[string]Reclaimable
+	// retentionRoots are the root labels whose retention series exist.
+	retentionRoots map[string]bool
 }
 
 // PassDurationBuckets span one second to eight hours.
@@ -134,11 +136,12 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 // already holds is adopted instead of created anew.
 func newMetrics(opts Options, adoptFrom prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		opts:        opts,
-		rootTables:  make(map[string]map[string]int),
-		rootOldest:  make(map[string]time.Time),
-		rootReclaim: make(map[string]Reclaimable),
-		adoptFrom:   adoptFrom,
+		opts:           opts,
+		rootTables:     make(map[string]map[string]int),
+		rootOldest:     make(map[string]time.Time),
+		rootReclaim:    make(map[string]Reclaimable),
+		adoptFrom:      adoptFrom,
+		retentionRoots: make(map[string]bool),
 	}
 	m.passes = def(m, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "passes_total",
@@ -251,7 +254,6 @@ func (m *Metrics) precreate() {
 	for _, v := range outcome.SkipReasons() {
 		m.skipped.WithLabelValues(string(v))
 	}
-	m.retention.precreate()
 	for _, op := range storeOps {
 		m.storeDuration.WithLabelValues(op)
 		for _, code := range storeCodes {
@@ -265,6 +267,8 @@ func (m *Metrics) precreate() {
 		for _, r := range outcome.RefusalReasons() {
 			m.rootsRefused.WithLabelValues(AllRoots, string(r))
 		}
+		m.retention.precreate(AllRoots)
+		m.retentionRoots[AllRoots] = true
 	}
 }
 

@@ -29,6 +29,7 @@ func exercise(m *Metrics) {
 	m.SetRootTables("s3://bucket/a", map[string]int{StateLive: 4, StateDue: 1})
 	m.SetOldestDueMarker("s3://bucket/a", time.Unix(1600000000, 0))
 	m.SetReclaimable("s3://bucket/a", Reclaimable{Bytes: 10, Versions: 2})
+	m.Retained("s3://bucket/a", string(outcome.Cleaned), 2, 5, 500)
 	m.s3Requests.WithLabelValues(s3op.OpGetObject, "200").Inc()
 	m.storeHTTPRequests.WithLabelValues("s3", s3op.OpGetObject, "200").Inc()
 }
@@ -98,6 +99,42 @@ func TestPrecreatedAtZero(t *testing.T) {
 	perRoot := New(prometheus.NewRegistry(), Options{PerRootLabels: true})
 	require.Equal(t, 0, testutil.CollectAndCount(perRoot.tables), "roots appear when reported")
 	require.Equal(t, 0, testutil.CollectAndCount(perRoot.rootsRefused))
+	require.Equal(t, len(RetentionResults()), testutil.CollectAndCount(m.retention.tables))
+	require.Equal(t, 0, testutil.CollectAndCount(perRoot.retention.tables), "roots appear when reported")
+}
+
+// Version retention's counters carry the root, as reaper_tables does: a
+// pass over two roots shows which one retention cleaned, every series of a
+// root exists from its first report, and without per-root labels the
+// counts add up under root "".
+func TestRetentionPerRoot(t *testing.T) {
+	t.Parallel()
+	for _, perRoot := range []bool{true, false} {
+		m := New(prometheus.NewPedanticRegistry(), Options{PerRootLabels: perRoot})
+		m.Retained("s3://b/a", string(outcome.Cleaned), 3, 5, 500)
+		m.Retained("s3://b/a", string(outcome.Cleaned), 2, 4, 400)
+		m.Retained("s3://b/b", string(outcome.ReasonNothingToDo), 0, 0, 0)
+		a, b := m.RootLabel("s3://b/a"), m.RootLabel("s3://b/b")
+		r := m.retention
+		if perRoot {
+			require.Equal(t, []float64{5, 9, 900, 2}, []float64{testutil.ToFloat64(r.versions.WithLabelValues(a)),
+				testutil.ToFloat64(r.objects.WithLabelValues(a)), testutil.ToFloat64(r.bytes.WithLabelValues(a)),
+				testutil.ToFloat64(r.tables.WithLabelValues(a, string(outcome.Cleaned)))})
+			require.Equal(t, []float64{0, 0, 0, 1}, []float64{testutil.ToFloat64(r.versions.WithLabelValues(b)),
+				testutil.ToFloat64(r.objects.WithLabelValues(b)), testutil.ToFloat64(r.bytes.WithLabelValues(b)),
+				testutil.ToFloat64(r.tables.WithLabelValues(b, string(outcome.ReasonNothingToDo)))}, "a root with nothing removed has its series")
+			require.Equal(t, 2*len(RetentionResults()), testutil.CollectAndCount(r.tables), "every result of every root reported")
+			require.Equal(t, 2, testutil.CollectAndCount(r.versions))
+			continue
+		}
+		require.Equal(t, AllRoots, a)
+		require.Equal(t, []float64{5, 9, 900, 2, 1}, []float64{testutil.ToFloat64(r.versions.WithLabelValues(a)),
+			testutil.ToFloat64(r.objects.WithLabelValues(a)), testutil.ToFloat64(r.bytes.WithLabelValues(a)),
+			testutil.ToFloat64(r.tables.WithLabelValues(a, string(outcome.Cleaned))),
+			testutil.ToFloat64(r.tables.WithLabelValues(a, string(outcome.ReasonNothingToDo)))})
+		require.Equal(t, len(RetentionResults()), testutil.CollectAndCount(r.tables))
+		require.Equal(t, 1, testutil.CollectAndCount(r.versions))
+	}
 }
 
 func TestRegistriesAreIndependent(t *testing.T) {
@@ -128,6 +165,7 @@ func TestNilReceiver(t *testing.T) {
 	m.SetRootTables("r", nil)
 	m.SetOldestDueMarker("r", time.Now())
 	m.SetReclaimable("r", Reclaimable{})
+	m.Retained("r", "cleaned", 1, 1, 1)
 	m.ForgetRoot("r")
 	m.ResetRootTables()
 	require.Nil(t, m.Collectors())

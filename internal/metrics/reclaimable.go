@@ -5,11 +5,14 @@ import (
 )
 
 // This file owns the gauges of what version retention would reclaim: the
-// files and versions the last retention plan of each root would remove. A
-// root's series appear when a plan of it is first computed, never before:
-// a zero would read as "nothing to reclaim" for a root never planned. They
-// carry the root label only (as reaper_tables): a table label would make a
-// series per table of every root.
+// files and versions the retention plans of each root's live tables would
+// still remove once the last pass that planned them was over (a dry run
+// removes nothing, a deleting pass what it ran), as reaper_tables is the
+// root as the last pass left it. A root's series appear when a plan of it
+// is first computed, never before: a zero would read as "nothing to
+// reclaim" for a root never planned. They carry the root label only (as
+// reaper_tables): a table label would make a series per table of every
+// root.
 
 // Reclaimable is what the retention plans of one root's live tables would
 // remove.
@@ -22,8 +25,8 @@ type Reclaimable struct {
 
 // The gauges' help texts.
 const (
-	helpReclaimableBytes    = "Bytes of the files the last version-retention plan of each root would delete; root is empty when per-root labels are off."
-	helpReclaimableVersions = "Table versions the last version-retention plan of each root would remove; root is empty when per-root labels are off."
+	helpReclaimableBytes    = "Bytes of the files version retention would still delete in each root, as the last pass that planned the root left it (a dry run deletes nothing); root is empty when per-root labels are off."
+	helpReclaimableVersions = "Table versions version retention would still remove in each root, as the last pass that planned the root left it; root is empty when per-root labels are off."
 )
 
 // reclaimGauges are the gauges of reclaimable.go.
@@ -48,7 +51,7 @@ func (g reclaimGauges) reset() {
 	g.versions.Reset()
 }
 
-// SetReclaimable replaces what root's last retention plan would remove.
+// SetReclaimable replaces what retention would still remove in root.
 // With per-root labels off the series are the sums over every root
 // reported.
 func (m *Metrics) SetReclaimable(root string, r Reclaimable) {

@@ -191,15 +191,28 @@ func ledgerRow(r *Report, d Decision, version, host string) ledger.Row {
 
 // rootFinished adds a row for a root that could not be opened or planned
 // (table "", action failed, reason error): without it, a pass over a root
-// it could not read left a ledger file with no trace of it.
+// it could not read left a ledger file with no trace of it. A root whose
+// live tables version retention found nothing to do in gets one row for
+// them all (table "", skipped, nothing_to_do, with their count): a row
+// each, at thousands of idle tables a pass, would bury the rows that
+// matter (retain.go).
 func (lp *ledgerPass) rootFinished(rr *RootReport) {
-	if lp == nil || rr.Err == nil {
+	if lp == nil {
 		return
 	}
-	lp.w.Add(ledger.Row{
-		PassID: lp.rep.PassID, Root: rr.Root, Action: string(outcome.Failed), Reason: string(outcome.ReasonRootError),
-		Started: rr.Started, Finished: rr.Finished, Error: rr.Err.Error(), Version: lp.l.version, Host: lp.l.host,
-	})
+	row := ledger.Row{PassID: lp.rep.PassID, Root: rr.Root, Started: rr.Started, Finished: rr.Finished,
+		Version: lp.l.version, Host: lp.l.host}
+	switch idle := rr.idleTables(); {
+	case rr.Err != nil:
+		row.Action, row.Reason, row.Error = string(outcome.Failed), string(outcome.ReasonRootError), rr.Err.Error()
+	case idle > 0:
+		row.Action = string(outcome.Skipped)
+		row.Reason = fmt.Sprintf("%s: version retention: %d live table(s) with no version old enough to remove (no row each)",
+			outcome.ReasonNothingToDo, idle)
+	default:
+		return
+	}
+	lp.w.Add(row)
 }
 
 // finish writes the pass's file, then removes its journal; a file that

@@ -56,23 +56,21 @@ func (o MetricsObserver) Decision(r *Report, d Decision) {
 }
 
 func (o MetricsObserver) RootFinished(r *Report, rr *RootReport) {
-	var would metrics.Reclaimable
 	for _, d := range rr.Retention {
 		result := string(d.Action)
 		if d.Action == outcome.Skipped {
 			result = string(d.Reason)
 		}
 		if r.DryRun {
-			o.M.Retained(result, 0, 0, 0)
-			would.Bytes, would.Versions = would.Bytes+d.Bytes, would.Versions+d.Versions
+			o.M.Retained(rr.Root, result, 0, 0, 0)
 		} else {
-			o.M.Retained(result, d.Versions, d.Objects, d.Bytes)
+			o.M.Retained(rr.Root, result, d.Versions, d.Objects, d.Bytes)
 		}
 	}
-	if r.DryRun && len(rr.Retention) > 0 && rr.RetentionNotVisited == 0 {
-		// A dry run planned every live table of the root: what retention
-		// would reclaim there now.
-		o.M.SetReclaimable(rr.Root, would)
+	if b, ok := rr.RetentionBacklog(); ok {
+		// Every pass that planned the root's live tables, dry run or not:
+		// what retention would still reclaim there now.
+		o.M.SetReclaimable(rr.Root, metrics.Reclaimable{Bytes: b.Bytes, Versions: b.Versions})
 	}
 	if !rr.planNow.IsZero() {
 		o.setTables(rr.Root, rr.After())

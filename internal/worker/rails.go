@@ -8,6 +8,7 @@ import (
 
 	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/outcome"
 )
 
@@ -196,16 +197,22 @@ func pauseRail(rc *railContext, due *dueList) (*dueList, []Decision, *Decision) 
 // it pauses too: fail closed. A pass reads it first, before planning the
 // root: it then precedes any purge of the root, and on S3 its answer dates
 // the store's clock the plan is judged by, so a plan made from discovery's
-// listing sends no request of its own (lifecycle/listing.go).
-func readPause(ctx context.Context, p *pass, ns *lifecycle.Namespace) string {
+// listing sends no request of its own (lifecycle/listing.go). A root the
+// settings cannot reach (objstore.ErrMisconfigured: an endpoint that
+// refuses connections or does not resolve, no credentials) is the error:
+// the pass stops there, where planning would try the same store again.
+func readPause(ctx context.Context, p *pass, ns *lifecycle.Namespace) (string, error) {
 	if p.w.Config.Paused {
-		return "paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)"
+		return "paused by configuration (paused: true, REAPER_PAUSED=true or --set paused=true)", nil
 	}
 	why, err := ns.Paused(ctx)
-	if err != nil {
-		return "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused"
+	switch {
+	case errors.Is(err, objstore.ErrMisconfigured):
+		return "", err
+	case err != nil:
+		return "cannot read " + PauseKey + " (" + err.Error() + "); treated as paused", nil
 	}
-	return why
+	return why, nil
 }
 
 // blastRadiusRail refuses a root where too many tables are due at once:

@@ -51,6 +51,10 @@ type RootReport struct {
 	// those a shutdown or the pass's deadline left for the next pass.
 	Retention           []Retained
 	RetentionNotVisited int
+	// retainOn: version retention runs on the whole root (enabled there,
+	// the pass names no tables); retentionPlanned: the pass planned every
+	// live table it owns there (retain_backlog.go).
+	retainOn, retentionPlanned bool
 
 	// briefs are the routine decisions (by name once the root is done),
 	// kinds what they say, defaultTTL the TTL of markers that carry none.
@@ -252,31 +256,45 @@ func (r *Report) Totals() Totals {
 	defer r.mu.Unlock()
 	var t Totals
 	for _, rr := range r.Roots {
-		if rr.Err != nil {
-			t.RootErrors++
-		}
-		if rr.Refused != "" {
-			t.RefusedRoots++
-		}
-		for i := range rr.briefs.len() {
-			t.count(rr.kinds[rr.briefs.at(i).kind].action)
-		}
-		for i := range rr.done.len() {
-			db := rr.done.at(i)
-			t.count(rr.kinds[db.b.kind].action)
-			t.Objects += db.objects
-			t.Bytes += db.bytes
-		}
-		for _, d := range rr.Decisions {
-			t.Objects += d.Objects
-			t.Bytes += d.Bytes
-			t.count(d.Action)
-		}
-		for _, d := range rr.Retention {
-			t.countRetained(d)
-		}
+		t.addRoot(rr)
 	}
 	return t
+}
+
+// rootTotals counts the decisions of one root of the pass.
+func (r *Report) rootTotals(rr *RootReport) Totals {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t Totals
+	t.addRoot(rr)
+	return t
+}
+
+// addRoot counts the decisions of rr; the report's lock is held.
+func (t *Totals) addRoot(rr *RootReport) {
+	if rr.Err != nil {
+		t.RootErrors++
+	}
+	if rr.Refused != "" {
+		t.RefusedRoots++
+	}
+	for i := range rr.briefs.len() {
+		t.count(rr.kinds[rr.briefs.at(i).kind].action)
+	}
+	for i := range rr.done.len() {
+		db := rr.done.at(i)
+		t.count(rr.kinds[db.b.kind].action)
+		t.Objects += db.objects
+		t.Bytes += db.bytes
+	}
+	for _, d := range rr.Decisions {
+		t.Objects += d.Objects
+		t.Bytes += d.Bytes
+		t.count(d.Action)
+	}
+	for _, d := range rr.Retention {
+		t.countRetained(d)
+	}
 }
 
 // ledgerFailed records a failed audit ledger write.

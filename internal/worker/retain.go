@@ -37,6 +37,9 @@ type Retained struct {
 	// table; Record says what it named and what of it was still true.
 	Resumed bool
 	Record  *lifecycle.RecordInfo
+	// Left is what the table's plan would still remove once the pass is
+	// over: the plan less what its run removed (retain_backlog.go).
+	Left Backlog
 }
 
 // Kind is what a pass does.
@@ -82,6 +85,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 	// of them (share.go).
 	mine := ownsLive(rr.share, live)
 	if mine == 0 {
+		rr.retentionPlanned = true // none of its own: nothing left to remove
 		return
 	}
 	slices.SortFunc(live, func(a, b liveTable) int { return strings.Compare(a.name, b.name) })
@@ -106,6 +110,9 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		return
 	}
 	log = log.With("retention_cutoff", policy.Cutoff(rr.planNow).UTC().Format(time.RFC3339))
+	if policy.Cutoff(rr.planNow).After(rr.planNow) {
+		log.Warn("version retention: the cutoff is in the future by the store's clock: no version is kept for its age", "now", rr.planNow.UTC().Format(time.RFC3339))
+	}
 	// Every live table is planned first: a shallow clone's reads of
 	// another table are known only once every table was read
 	// (lifecycle/retain_clones.go). Then each runs (a dry run: reports),
@@ -114,6 +121,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 	plans, planErrs, visited := p.planLive(ctx, ns, rr, live, policy)
 	if visited == len(live) {
 		p.w.memos.keepOnly(rr.Root, live)
+		rr.retentionPlanned = true
 	}
 	var protected map[string]*lifecycle.Protected
 	unread := ""
@@ -273,20 +281,29 @@ func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
 // for the root's other tables. A table the plan finds nothing to do in
 // costs its reading: no lease is taken.
 func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, lt liveTable, pl *lifecycle.RetentionPlan, planErr error,
-	protected map[string]*lifecycle.Protected, unread string, policy retention.Policy, log *slog.Logger) Retained {
+	protected map[string]*lifecycle.Protected, unread string, policy retention.Policy, log *slog.Logger) (d Retained) {
 	root, name := rr.Root, lt.name
 	ctx, span := p.tracer.Start(ctx, "reaper.retain_table")
 	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
 	defer span.End()
-	d := Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists, RetainRecord: lt.record}, Started: p.now()}}
+	d = Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists, RetainRecord: lt.record}, Started: p.now()}}
+	var planned Backlog
 	defer func() {
 		d.Finished = p.now()
+		d.Left = planned
+		if !p.rep.DryRun {
+			d.Left = planned.less(d.Versions, d.Bytes)
+		}
 		span.SetAttributes(attribute.Int64("reaper.objects", d.Objects), attribute.Int64("reaper.bytes", d.Bytes),
 			attribute.String("reaper.action", string(d.Action)), attribute.String("reaper.reason", string(d.Reason)))
 		if d.Action == outcome.Failed {
 			log.Error("retention failed", "reason", d.Reason, "error", d.Err)
 		}
 	}()
+	if planErr == nil {
+		pl.Protect(protected[name])
+	}
+	planned = backlogOf(*pl, planErr)
 	if !p.budget.objectsLeft() {
 		// A dry run says what the pass would do, budget included.
 		d.Action, d.Reason = outcome.Skipped, outcome.ReasonLimit
@@ -299,7 +316,6 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		*pl, planErr = ns.PlanTableRetention(ctx, policy, name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: lt.record})
 	}
 	if planErr == nil {
-		pl.Protect(protected[name])
 		if p.w.OnRetentionPlan != nil {
 			shown := *pl
 			shown.Forget()

@@ -185,8 +185,10 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, result string) f
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if result == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == result) {
-				return m.GetCounter().GetValue()
+			for _, l := range m.GetLabel() {
+				if result == "" || (l.GetName() == "result" && l.GetValue() == result) {
+					return m.GetCounter().GetValue()
+				}
 			}
 		}
 	}
@@ -230,7 +232,7 @@ func TestPassRetentionConcurrencyAndDrain(t *testing.T) {
 
 // A dry run that planned every live table of a root sets what retention
 // would reclaim there (reaper_retention_reclaimable_*); a deleting pass
-// leaves the gauges to plans.
+// sets what it left (TestPassRetentionPerRoot).
 func TestPassRetentionDryRunSetsReclaimable(t *testing.T) {
 	f := newFixture(t, objstoretest.Local, 1)
 	lancetest.LanceDB(t, f.store(0), lifecycle.TableDir("events"))

@@ -174,10 +174,8 @@ func (w *Worker) Pass(ctx context.Context, draining func() bool) (*Report, error
 	lp.finish()
 	obs.PassFinished(rep)
 	endPassSpan(span, rep)
-	t := rep.Totals()
-	log.Info("pass finished", "result", rep.Result(), "purged", t.Purged, "objects", t.Objects, "bytes", t.Bytes,
-		"skipped", t.Skipped+t.Held+t.Conflicts+t.Refused, "failed", t.Failed,
-		"duration_seconds", rep.Finished.Sub(rep.Started).Seconds())
+	log.Info("pass finished", append([]any{"result", rep.Result()}, summaryAttrs(rep.Totals(), rep.DryRun,
+		"duration_seconds", rep.Finished.Sub(rep.Started).Seconds())...)...)
 	return rep, nil
 }
 
@@ -244,6 +242,7 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 		p.ledger.rootFinished(rr)
 		p.obs.RootFinished(p.rep, rr)
 		endRootSpan(span, rr)
+		p.logRoot(rr, log)
 	}()
 
 	store, err := p.w.Open(ctx, root)
@@ -257,7 +256,12 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 		rr.Err = err
 		return rr
 	}
-	paused := readPause(ctx, p, ns)
+	paused, err := readPause(ctx, p, ns)
+	if err != nil {
+		rr.Err = fmt.Errorf("read %s of %s: %w", PauseKey, root.URI, err)
+		log.Error("root skipped", "error", rr.Err)
+		return rr
+	}
 	rr.defaultTTL = ns.Options().DefaultTTL
 	plan, err := p.planRoot(ctx, ns, root)
 	if err != nil {
@@ -270,7 +274,8 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 	rr.due, rr.planNow = plan.due, now
 	p.obs.RootPlanned(p.rep, rr, plan.plan(), now)
 	plan.keepShare(rr.share)
-	policy, _ := p.w.retentionFor(root)
+	policy, retainOn := p.w.retentionFor(root)
+	rr.retainOn = retainOn && !p.retainNamed()
 	if p.w.Kind == RetainOnly {
 		p.decideUnretainable(rr, plan.unretainable, log)
 		p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)

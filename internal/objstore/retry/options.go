@@ -12,9 +12,11 @@ const (
 	// DefaultMisconfiguredMaxElapsed bounds the retries of a transient
 	// failure the backend also calls a misconfiguration (an endpoint that
 	// refuses connections or does not resolve): long enough to ride out a
-	// server's restart, short enough that a first run against a wrong
-	// endpoint says so in seconds, not after two minutes.
-	DefaultMisconfiguredMaxElapsed = 10 * time.Second
+	// server's quick restart, short enough that every command run against
+	// a wrong or stopped endpoint says so within 5 seconds, not after two
+	// minutes (a pass that cannot reach a root stops there: it is not
+	// retried once per request).
+	DefaultMisconfiguredMaxElapsed = 3 * time.Second
 	DefaultInitialBackoff          = 100 * time.Millisecond
 	DefaultMaxBackoff              = 10 * time.Second
 )
@@ -26,7 +28,7 @@ type Options struct {
 	// its first failure; default 2m. The last wait is shortened to fit.
 	MaxElapsed time.Duration
 	// MisconfiguredMaxElapsed replaces MaxElapsed (when shorter) while the
-	// failure is also objstore.ErrMisconfigured; default 10s.
+	// failure is also objstore.ErrMisconfigured; default 3s.
 	MisconfiguredMaxElapsed time.Duration
 	// InitialBackoff is the cap of the first wait; default 100ms. The cap
 	// doubles per failed attempt up to MaxBackoff, and each wait is drawn

@@ -240,7 +240,7 @@ func TestMisconfiguredGivesUpSooner(t *testing.T) {
 		err  error
 		want time.Duration
 	}{
-		{"misconfigured", refused, 10 * time.Second},
+		{"misconfigured", refused, DefaultMisconfiguredMaxElapsed},
 		{"plain transient", errTransient, 0}, // 0: the whole MaxElapsed
 	} {
 		t.Run(tc.name, func(t *testing.T) {
