@@ -66,7 +66,7 @@ type File struct {
 // WhyStoreNewer keeps a version whose manifest's timestamp is older than
 // the cutoff but which the store wrote after it (LastModified): a writer's
 // clock that runs slow must not make a fresh version look old.
-const WhyStoreNewer = "written after the cutoff by the store's clock (its manifest's timestamp is older: a writer's clock running slow?)"
+const WhyStoreNewer = "written after the cutoff by the store's clock (its manifest's timestamp is older: copied in since, or a writer's clock running slow)"
 
 // Why a file is deleted.
 const (
