@@ -238,6 +238,9 @@ type purgeReport struct {
 		Code  string `json:"code"`
 		Error string `json:"error"`
 	} `json:"failed"`
+	// LedgerErrors are the audit ledger's failed writes: they fail the
+	// pass (exit 1) without failing a table.
+	LedgerErrors []string `json:"ledger_errors"`
 }
 
 // outcomes maps table name to "purged", "skipped: <reason>" or
