@@ -21,7 +21,7 @@ const HoldSuffix = ".reaper-hold"
 var ErrHeld = errors.New("table under legal hold")
 
 // HoldKey is the key of a table's legal hold.
-func HoldKey(name string) string { return name + HoldSuffix }
+func HoldKey(name string) string { return controlStem(name) + HoldSuffix }
 
 // Hold is the body of a legal hold.
 type Hold struct {

@@ -57,7 +57,7 @@ func (l *Listing) Len() int { return len(l.entries) }
 // Add records one page of the listing.
 func (l *Listing) Add(p objstore.Page) {
 	for _, pre := range p.Prefixes {
-		l.mark(classifyPrefix(strings.TrimPrefix(pre, l.prefix)))
+		l.mark(classifyRootPrefix(strings.TrimPrefix(pre, l.prefix)))
 	}
 	for _, o := range p.Objects {
 		l.mark(classifyObject(strings.TrimPrefix(o.Key, l.prefix)))

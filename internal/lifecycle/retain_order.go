@@ -188,6 +188,17 @@ func (ns *Namespace) checkLive(ctx context.Context, name string) error {
 	if err := ns.checkIsTable(ctx, name); err != nil {
 		return fmt.Errorf("retain %q: %w", name, err)
 	}
+	if IsNamespaced(name) {
+		// A root table of the same stem shares its control keys
+		// (scan_names.go): leave both to the root table's lifecycle.
+		root, err := ns.hasData(ctx, controlStem(name))
+		switch {
+		case err != nil:
+			return fmt.Errorf("retain %q: %w", name, err)
+		case root:
+			return fmt.Errorf("retain %q: %w: %s", name, ErrNotATable, clashProblem(name))
+		}
+	}
 	exists, err := ns.hasData(ctx, name)
 	switch {
 	case err != nil:
