@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -167,4 +169,32 @@ func DisplayName(name string) string {
 // IsCatalog reports whether name is the catalog's, as a scan reports it.
 func IsCatalog(name string) bool {
 	return strings.TrimSuffix(name, "/") == CatalogDir && strings.HasSuffix(name, "/")
+}
+
+// ResolveObjectID returns the name of the table a caller named by its
+// object id ("tenant_a$inner": its directory, found in one listing of the
+// root); any other name is returned as it is. ErrNotFound when no
+// directory has that object id; two (a table renamed in place, and
+// another created under its old name) are ambiguous: name the directory.
+func (ns *Namespace) ResolveObjectID(ctx context.Context, name string) (string, error) {
+	if !IsObjectID(name) {
+		return name, nil
+	}
+	sts, err := ns.collect(ctx, []string{name}, scanPlan)
+	if err != nil {
+		return name, err
+	}
+	var dirs []string
+	for _, s := range sts {
+		if s.State != StateNotFound {
+			dirs = append(dirs, s.Name)
+		}
+	}
+	switch len(dirs) {
+	case 0:
+		return name, fmt.Errorf("%q: %w: no directory <hash>_%s/ in the root", name, ErrNotFound, name)
+	case 1:
+		return dirs[0], nil
+	}
+	return name, fmt.Errorf("%q: %w: %d directories have that object id (%s): name one of them", name, ErrInvalidName, len(dirs), strings.Join(dirs, ", "))
 }
