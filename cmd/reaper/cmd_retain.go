@@ -188,7 +188,7 @@ func checkRetainPolicy(cfg config.Config, policy *retention.Policy, fromFile boo
 	enabled, all := 0, len(cfg.Roots)+len(cfg.Discover)
 	for _, l := range [][]config.Root{cfg.Roots, cfg.Discover} {
 		for _, r := range l {
-			if cfg.RetentionFor(r.Retention).Enabled {
+			if cfg.RetentionFor(r.Retention).AnyEnabled() {
 				enabled++
 			}
 		}

@@ -82,7 +82,7 @@ func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, 
 		}
 		return Hold{}, fmt.Errorf("hold %q: write hold: %w", name, err)
 	}
-	ns.log.InfoContext(ctx, "legal hold placed", "table", name, "reason", reason)
+	ns.log.InfoContext(ctx, "legal hold placed", "table", DisplayName(name), "reason", reason)
 	return h, nil
 }
 
@@ -111,7 +111,7 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 	if err := ns.store.DeleteIfMatch(ctx, HoldKey(name), obj.ETag); err != nil {
 		return fmt.Errorf("release hold on %q: %w", name, err)
 	}
-	ns.log.InfoContext(ctx, "legal hold released", "table", name)
+	ns.log.InfoContext(ctx, "legal hold released", "table", DisplayName(name))
 	return nil
 }
 
