@@ -79,3 +79,22 @@ func (l *Listing) mark(name string, kind entryKind) {
 	}
 	e.set(kind)
 }
+
+// ShowsDatabase reports whether one page of the listing of prefix shows a
+// database root: a table directory (<name>.lance/, or a manifest-layout
+// directory <8 hex>_<object id>/), the namespace catalog __manifest/, or a
+// soft-delete marker. Discovery asks it of a child's first page.
+func ShowsDatabase(prefix string, p objstore.Page) bool {
+	for _, pre := range p.Prefixes {
+		switch _, kind := classifyRootPrefix(strings.TrimPrefix(pre, prefix)); kind {
+		case entryTable, entryNamespaced, entryCatalog:
+			return true
+		}
+	}
+	for _, o := range p.Objects {
+		if _, kind := classifyObject(strings.TrimPrefix(o.Key, prefix)); kind == entryMarker {
+			return true
+		}
+	}
+	return false
+}
