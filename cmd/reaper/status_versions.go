@@ -61,6 +61,16 @@ func (c *versionColumns) cells(sum *reaper.RetentionSummary, note string) ([]str
 	return []string{versions, "-", "-"}, note + "; " + why
 }
 
+// catalogCells are the retention cells of the namespace catalog's row: its
+// versions (it grows with every namespace operation; reaper never removes
+// any), nothing removable, and not counted with the tables.
+func (c *versionColumns) catalogCells(sum *reaper.RetentionSummary) []string {
+	if sum == nil || sum.Versions == 0 {
+		return []string{"-", "-", "-"}
+	}
+	return []string{strconv.Itoa(sum.Versions), "-", "-"}
+}
+
 // summary is the table's last line: what retain would reclaim in all.
 func (c *versionColumns) summary() string {
 	s := fmt.Sprintf("%s would remove %d versions, %s from %d live tables", c.policy, c.removable, humanBytes(c.bytes), c.tables)

@@ -27,7 +27,7 @@ import (
 // LanceDB lists (docs/RETENTION.md, "Tables in namespaces").
 
 // catalogNote is the note of the catalog's status row.
-const catalogNote = "LanceDB's namespace catalog (a Lance table it commits every namespace operation to): reaper reads nothing in it and never deletes from it"
+const catalogNote = "LanceDB's namespace catalog (a Lance table it commits every namespace operation to): reaper counts its versions, reads nothing else of it and never deletes from it"
 
 // clashProblem explains a namespaced table beside a root table of the
 // same stem.
