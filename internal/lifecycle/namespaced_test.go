@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,4 +222,52 @@ func TestNamespacedCatalogVersions(t *testing.T) {
 	require.Equal(t, RetentionUnsupported, sums[CatalogDir+"/"].Result)
 	require.Equal(t, 6, sums[nsDeep].Versions)
 	require.Nil(t, sums[nsBare])
+}
+
+// What reading directories instead of the catalog can get wrong, and why it
+// is harmless. A table LanceDB is dropping (dropTable removes the catalog's
+// row, then the directory, file by file) may have lost its manifests
+// first: the retention read refuses it, nothing is deleted. A table
+// renamed in place keeps its directory, so two directories can carry one
+// object id (the renamed table, and a new one created under the old name):
+// both are listed and cleaned as the tables they are, and a caller naming
+// the object id is told to name the directory.
+func TestNamespacedStructuralCases(t *testing.T) {
+	ctx := context.Background()
+	s := clockMemory()
+	ns := newNS(t, s, &clock{})
+	dropping := "22222222_tenant_a$dropping/"
+	keys := putLanceFixture(t, s, dropping)
+	for _, k := range keys {
+		if strings.Contains(k, "/_versions/") {
+			require.NoError(t, s.Delete(ctx, k))
+		}
+	}
+	renamed, created := "33333333_tenant_a$old/", "44444444_tenant_a$old/"
+	putLanceFixture(t, s, renamed)
+	putLanceFixture(t, s, created)
+	before := snapshot(t, s)
+
+	plans, err := ns.PlanRetention(ctx, fixturePolicy(t, s, renamed))
+	require.NoError(t, err)
+	got := map[string]RetentionResult{}
+	for _, pl := range plans {
+		got[pl.Name] = pl.Result
+	}
+	require.Equal(t, map[string]RetentionResult{dropping: RetentionUnsupported, renamed: RetentionPlanned, created: RetentionPlanned}, got)
+	_, err = ns.Retain(ctx, dropping, RetainOptions{Policy: fixturePolicy(t, s, renamed)})
+	require.Error(t, err)
+	require.Equal(t, keysUnder(before, dropping), keysUnder(snapshot(t, s), dropping), "nothing of a table being dropped is deleted")
+
+	_, err = ns.ResolveObjectID(ctx, "tenant_a$old")
+	require.ErrorIs(t, err, ErrInvalidName)
+	require.ErrorContains(t, err, renamed)
+	require.ErrorContains(t, err, created)
+	st, err := ns.Status(ctx, "tenant_a$old")
+	require.NoError(t, err)
+	require.Len(t, st, 2, "both directories answer the object id")
+	res, err := ns.Retain(ctx, renamed, RetainOptions{Policy: fixturePolicy(t, s, renamed)})
+	require.NoError(t, err)
+	require.Equal(t, RetainCleaned, res.Outcome)
+	require.Equal(t, keysUnder(before, created), keysUnder(snapshot(t, s), created), "the other directory is its own table")
 }
