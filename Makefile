@@ -159,7 +159,7 @@ go-builds:
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory go-tools
 
-## model: the spin model check of docs/PROTOCOL.md alone (model/; make test runs it too)
+## model: the spin model checks of docs/PROTOCOL.md and of retention's record alone (model/; make test runs them too)
 model:
 	scripts/install-spin.sh
 	REAPER_REQUIRE_SPIN=1 $(GO) test -count=1 -v ./model/

@@ -79,9 +79,9 @@ var managedDirs = []string{VersionsDir, TransactionsDir, DataDir, IndicesDir, De
 
 // ReadTable lists and reads one table directory (dir, ending in "/"): one
 // listing of its top level (and of _refs/, if any) to refuse a linked
-// directory (links.go), one walk of each managed directory, of _refs/ and
-// of each branch's _versions/, and one read of every manifest, tag and
-// branch file,
+// directory (links.go), one walk of each managed directory the top level
+// shows, of _refs/ (when it shows one) and of each branch's _versions/,
+// and one read of every manifest, tag and branch file,
 // ReadConcurrency manifests at a time. A table it does not fully understand
 // is an *UnsupportedError (errors.Is(err, ErrUnsupported)); any other error
 // is a failure to read it.
@@ -123,15 +123,18 @@ func readTable(ctx context.Context, store objstore.Store, dir string, known map[
 	if top.objects[deregisteredFile] {
 		return nil, unsupportedf("deregistered (%s): LanceDB keeps its data for re-registration; never cleaned", deregisteredFile)
 	}
-	listed, err := t.readManaged(ctx, store, known)
+	listed, err := t.readManaged(ctx, store, known, top)
 	if err != nil {
 		return nil, err
 	}
 	for _, objs := range listed {
 		t.Objects = append(t.Objects, objs...)
 	}
-	if err := t.readRefs(ctx, store); err != nil {
-		return nil, err
+	if top.prefixes[strings.TrimSuffix(refsDir, "/")] {
+		// No _refs/ at the top level: no tag or branch to read.
+		if err := t.readRefs(ctx, store); err != nil {
+			return nil, err
+		}
 	}
 	if err := t.checkHidden(ctx, store, top); err != nil {
 		return nil, err
@@ -161,16 +164,22 @@ func again(ctx context.Context, read func() (*Table, error)) (*Table, error) {
 	return t, err
 }
 
-// readManaged walks the managed directories all at once and reads the
+// readManaged walks the managed directories the table's top level shows
+// (top), all at once, and reads the
 // manifests as soon as _versions/ is listed, while the others are still
 // being listed: walked one after the other, a history whose _deletions/
 // held 75,000 files spent half its read listing it before the first
 // manifest was asked for. It returns each directory's listing, in
 // managedDirs' order.
-func (t *Table) readManaged(ctx context.Context, store objstore.Store, known map[string]Version) ([][]objstore.Object, error) {
+func (t *Table) readManaged(ctx context.Context, store objstore.Store, known map[string]Version, top level) ([][]objstore.Object, error) {
 	g, ctx := errgroup.WithContext(ctx)
 	listed := make([][]objstore.Object, len(managedDirs))
 	for i, d := range managedDirs {
+		if d != VersionsDir && !top.prefixes[strings.TrimSuffix(d, "/")] {
+			// Not at the top level: nothing to walk (a directory a writer
+			// creates since holds files no plan made now names).
+			continue
+		}
 		g.Go(func() error {
 			objs, err := walk(ctx, store, t.Dir, d)
 			if err != nil {

@@ -133,7 +133,10 @@ func TestPassDecidesAsItsPlan(t *testing.T) {
 		for d := range rr.Done() {
 			done = append(done, d)
 		}
-		require.Equal(t, strip(f.rec.decisions[len(want):]), strip(done), "seed %d: the dry runs, as they finished", seed)
+		// The report and the observers each record a table as it finishes,
+		// the report under its lock and the observers after it: two tables
+		// finishing together may come in either order to each.
+		require.ElementsMatch(t, strip(f.rec.decisions[len(want):]), strip(done), "seed %d: the dry runs, each as the observers received it", seed)
 		n := 0
 		for range rr.All() {
 			n++
