@@ -4,13 +4,15 @@
 // namespace is [] or absent.
 
 // ensureNamespace creates path and every namespace above it that is not
-// there yet.
+// there yet. Another table's creation may make one at the same moment (in
+// this process or another): "already exists" and "concurrently created"
+// both mean it is there.
 export async function ensureNamespace(db, path) {
   for (let i = 1; i <= (path?.length ?? 0); i++) {
     try {
       await db.createNamespace(path.slice(0, i));
     } catch (e) {
-      if (!/already exists/i.test(String(e?.message ?? e))) throw e;
+      if (!/already exists|concurrently created/i.test(String(e?.message ?? e))) throw e;
     }
   }
 }
