@@ -170,6 +170,9 @@ func ledgerRow(r *Report, d Decision, version, host string) ledger.Row {
 		Objects: d.Objects, Bytes: d.Bytes, Started: d.Started, Finished: d.Finished,
 		Version: version, Host: host,
 	}
+	if lifecycle.IsNamespaced(d.Table) {
+		row.Location = d.Table // Table is its object id, which two directories may share
+	}
 	if d.Detail != "" {
 		row.Reason += ": " + d.Detail
 	}

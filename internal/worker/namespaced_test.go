@@ -55,8 +55,9 @@ func TestPassCoversNamespacedTables(t *testing.T) {
 			require.Equal(t, 3.0, counterValue(t, reg, "reaper_retention_tables_total", "cleaned"))
 
 			rows := ledgerRowsOf(t, audit)
-			for _, id := range []string{"tenant_a$inner", "tenant_a$sub$deep", "tenant_b$x"} {
+			for id, dir := range map[string]string{"tenant_a$inner": "76cba2fc_tenant_a$inner/", "tenant_a$sub$deep": "f9500c33_tenant_a$sub$deep/", "tenant_b$x": "0a1b2c3d_tenant_b$x/"} {
 				require.Equal(t, "cleaned", rows[rep.PassID+"/"+id].Action, id)
+				require.Equal(t, dir, rows[rep.PassID+"/"+id].Location, id)
 			}
 			for _, dir := range []string{"76cba2fc_tenant_a$inner/", "f9500c33_tenant_a$sub$deep/"} {
 				requireTableReads(t, s, dir)
