@@ -126,6 +126,7 @@ func TestConstantsAreTheEngines(t *testing.T) {
 		StatePartiallyPurged: lifecycle.StatePartiallyPurged, StateStuck: lifecycle.StateStuck, StateNotATable: lifecycle.StateNotATable,
 		StateOrphanMarker: lifecycle.StateOrphanMarker, StateInvalidMarker: lifecycle.StateInvalidMarker,
 		StateUnreadable: lifecycle.StateUnreadable, StateNotFound: lifecycle.StateNotFound,
+		StateDeregistered: lifecycle.StateDeregistered, StateCatalog: lifecycle.StateCatalog,
 	} {
 		require.Equal(t, string(in), string(pub))
 	}

@@ -47,8 +47,21 @@
 //   - invalid_marker: the marker does not parse; never purged.
 //   - unreadable: the marker or the legal hold exists but could not be read
 //     (a permission error, a store failure); never purged while so.
-//   - not_a_table: <name>.lance is a symbolic link or a file; never entered.
+//   - not_a_table: <name>.lance is a symbolic link or a file; never entered
+//     (also a namespaced directory that holds no versions).
+//   - deregistered: a namespaced table LanceDB deregistered
+//     (.lance-deregistered); reported, never cleaned.
 //   - not_found: neither data nor a marker.
+//
+// Tables in namespaces (LanceDB's createNamespace and createTable with a
+// namespace path) live at <root>/<hash>_<object id>/, the object id being
+// the namespace path and the table name joined by "$" ("tenant_a$inner").
+// A root lists them with its root tables; their Name is their directory,
+// "76cba2fc_tenant_a$inner/" (TableStatus.ObjectID is what LanceDB calls
+// them), and every call that takes a name takes either. They are listed,
+// held and cleaned of old versions like root tables; drop, revive and
+// purge are for root tables (ErrNamespaced: LanceDB's soft delete is
+// V1-only). The namespace catalog, __manifest/, is never touched.
 //
 // Errors are wrapped; branch on them with errors.Is against the sentinels
 // below (ErrNotFound, ErrAlreadyDeleted, ErrNotSoftDeleted, ErrNotPurgeable,
@@ -81,8 +94,9 @@ import (
 )
 
 // ValidateName reports whether name can be a table name: not empty, not "."
-// or "..", and without '/', '\\' or NUL. Check names up front to refuse a
-// batch before any of it is applied.
+// or "..", and without '/', '\\' or NUL, or a namespaced table's directory
+// ("76cba2fc_tenant_a$inner/"). Check names up front to refuse a batch
+// before any of it is applied.
 func ValidateName(name string) error { return lifecycle.ValidateName(name) }
 
 // Sentinel errors.
@@ -121,7 +135,26 @@ var (
 	// ErrShortTTL: Purge kept a table whose marker's TTL is below the TTL
 	// floor (PurgeOptions.MinTTL, DefaultMinTTL); nothing was deleted.
 	ErrShortTTL = lifecycle.ErrShortTTL
+	// ErrNamespaced: Drop, Revive or Purge of a table in a namespace: they
+	// are root-table operations (LanceDB's soft delete is V1-only; drop it
+	// with LanceDB's dropTable and its namespace).
+	ErrNamespaced = lifecycle.ErrNamespaced
 )
+
+// ObjectID is the name LanceDB knows a table by: a namespaced table's
+// object id ("tenant_a$inner" for the name "76cba2fc_tenant_a$inner/"), a
+// root table's name as it is.
+func ObjectID(name string) string { return lifecycle.DisplayName(name) }
+
+// SplitObjectID splits an object id into its namespace path and the table
+// name: "tenant_a$sub$deep" is ["tenant_a", "sub"] and "deep".
+func SplitObjectID(id string) (namespace []string, table string) { return lifecycle.SplitObjectID(id) }
+
+// JoinObjectID is the object id of table in namespace, as LanceDB spells
+// it: JoinObjectID([]string{"tenant_a"}, "inner") is "tenant_a$inner".
+func JoinObjectID(namespace []string, table string) string {
+	return lifecycle.JoinObjectID(namespace, table)
+}
 
 // Defaults of Options.
 const (
@@ -335,13 +368,28 @@ func (n *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) (
 // kept as it is (ErrHeld); ErrNotFound when the name has neither data nor a
 // marker.
 func (n *Namespace) Hold(ctx context.Context, name, reason string) (Hold, error) {
+	name, err := n.resolve(ctx, name)
+	if err != nil {
+		return Hold{}, err
+	}
 	h, err := n.ns.PlaceHold(ctx, name, reason)
 	return holdOf(h), exported(err)
 }
 
 // Release lifts a table's legal hold (ErrNotFound when it has none).
 func (n *Namespace) Release(ctx context.Context, name string) error {
+	name, err := n.resolve(ctx, name)
+	if err != nil {
+		return err
+	}
 	return exported(n.ns.ReleaseHold(ctx, name))
+}
+
+// resolve names the table a caller gave by its object id by its directory
+// (one listing of the root): every other name is its own.
+func (n *Namespace) resolve(ctx context.Context, name string) (string, error) {
+	dir, err := n.ns.ResolveObjectID(ctx, name)
+	return dir, exported(err)
 }
 
 // PlaceHold is Hold.

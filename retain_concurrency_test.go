@@ -31,6 +31,9 @@ type overlapBatches struct {
 	most     int
 	held     bool // the first full batch was held
 	second   chan struct{}
+	// seen: a second batch was in flight beside another (second closed):
+	// the count may reach 2 again later, and second is closed once.
+	seen bool
 }
 
 func (o *overlapBatches) DeleteBatch(ctx context.Context, keys []string) error {
@@ -39,7 +42,8 @@ func (o *overlapBatches) DeleteBatch(ctx context.Context, keys []string) error {
 	o.most = max(o.most, o.inflight)
 	first := len(keys) == objstore.MaxBatchDelete && !o.held
 	o.held = o.held || first
-	if o.inflight == 2 {
+	if o.inflight == 2 && !o.seen {
+		o.seen = true
 		close(o.second)
 	}
 	o.mu.Unlock()

@@ -213,6 +213,10 @@ func (n *Namespace) Retain(ctx context.Context, name string, opts RetainOptions)
 			return nil
 		}
 	}
+	name, err := n.resolve(ctx, name)
+	if err != nil {
+		return RetainResult{Name: name}, err
+	}
 	res, err := n.ns.Retain(ctx, name, lo)
 	return RetainResult{Name: res.Name, Outcome: string(res.Outcome), Finished: res.Finished,
 		VersionsRemoved: res.VersionsRemoved, Objects: res.Objects, Bytes: res.Bytes, Warnings: res.Warnings}, exported(err)

@@ -36,11 +36,21 @@ const (
 	// read; never purged while so.
 	StateUnreadable State = "unreadable"
 	StateNotFound   State = "not_found"
+	// StateDeregistered: a table LanceDB deregistered (.lance-deregistered
+	// in its directory), its data kept for re-registration: reported,
+	// never cleaned.
+	StateDeregistered State = "deregistered"
+	// StateCatalog: __manifest/, LanceDB's namespace catalog (a Lance
+	// table): EachStatusRetention reports it with its versions; reaper
+	// never reads or deletes anything in it.
+	StateCatalog State = "namespace_catalog"
 )
 
 // TableStatus is one name of a root with its state, as Status, List,
 // ListPurgeable and PlanPurge report it.
 type TableStatus struct {
+	// Name is a root table's name, or a namespaced table's directory
+	// ("76cba2fc_tenant_a$inner/"; ObjectID is LanceDB's name of it).
 	Name  string
 	State State
 	// HasData: <name>.lance/ holds at least one entry.
@@ -79,6 +89,20 @@ type TableStatus struct {
 	// beside the table, left by a retention run that was interrupted or is
 	// running; the next run takes over only what of it is still true.
 	RetainRecord bool
+}
+
+// ObjectID is the name LanceDB knows the table by: a namespaced table's
+// object id ("tenant_a$inner"), a root table's name.
+func (s TableStatus) ObjectID() string { return ObjectID(s.Name) }
+
+// Namespace is the namespace path of a namespaced table (["tenant_a"]),
+// nil for a root table.
+func (s TableStatus) Namespace() []string {
+	if !lifecycle.IsNamespaced(s.Name) {
+		return nil
+	}
+	ns, _ := SplitObjectID(s.ObjectID())
+	return ns
 }
 
 // Due reports whether the table may be purged at now, a time of the

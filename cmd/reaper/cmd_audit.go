@@ -86,7 +86,8 @@ and in its folded journal) is shown once.
 JSON (-o json) is an array of objects whose keys are the Parquet columns:
 pass_id, root, table, action, reason, deleted_at, ttl_ms, purge_after,
 objects, bytes, started, finished, error, reaper_version, host and
-recovered_by, plus pending (true for a row read from a journal);
+recovered_by and location (a table in a LanceDB namespace's directory; table
+is then its object id), plus pending (true for a row read from a journal);
 timestamps are RFC 3339 strings, missing values are null.
 
 Exit status: 0 on success (also when nothing was recorded), 1 when the
@@ -238,6 +239,9 @@ type auditJSON struct {
 	Host          string  `json:"host"`
 	RecoveredBy   *string `json:"recovered_by"`
 	Pending       bool    `json:"pending"`
+	// Location is a table in a LanceDB namespace's directory (table is its
+	// object id); null for a root table.
+	Location *string `json:"location"`
 }
 
 // auditTimeLayout is RFC 3339 with milliseconds, the ledger's precision.
@@ -262,7 +266,7 @@ func toAuditJSON(r ledger.Row) auditJSON {
 		Objects: r.Objects, Bytes: r.Bytes,
 		Started: r.Started.UTC().Format(auditTimeLayout), Finished: r.Finished.UTC().Format(auditTimeLayout),
 		Error: str(r.Error), ReaperVersion: r.Version, Host: r.Host,
-		RecoveredBy: str(r.RecoveredBy), Pending: r.Pending,
+		RecoveredBy: str(r.RecoveredBy), Pending: r.Pending, Location: str(r.Location),
 	}
 	if r.TTL != nil {
 		out.TTLMs = ptr(r.TTL.Milliseconds())

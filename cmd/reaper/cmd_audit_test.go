@@ -96,7 +96,7 @@ func TestAuditJSON(t *testing.T) {
 		"reason": nil, "deleted_at": "2026-04-24T12:00:00.000Z", "ttl_ms": float64(7 * 24 * 3600 * 1000),
 		"purge_after": "2026-05-01T12:00:00.000Z", "objects": float64(12), "bytes": float64(3 << 20),
 		"started": "2026-05-02T11:00:00.000Z", "finished": "2026-05-02T11:00:02.000Z",
-		"error": nil, "reaper_version": "v2", "host": "h2", "recovered_by": nil, "pending": false,
+		"error": nil, "reaper_version": "v2", "host": "h2", "recovered_by": nil, "location": nil, "pending": false,
 	}, got[0])
 	require.Equal(t, "delete data/1.lance:\npermission denied", got[1]["error"])
 	require.Nil(t, got[1]["ttl_ms"])

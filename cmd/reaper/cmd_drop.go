@@ -26,6 +26,7 @@ type dropOptions struct {
 
 func (o *dropOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
+	o.registerNamespace(fs)
 	fs.Var(newDurationValue(&o.TTL, 0), "ttl",
 		fmt.Sprintf("how long the data is kept before purge may reclaim it, e.g. 7d or 36h (default: --default-ttl, %s)", formatDuration(reaper.DefaultTTL)))
 }
@@ -39,7 +40,9 @@ func newDropCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 and the TTL, as Lance's drop_table does. The data stays until a purge after
 the TTL; 'reaper revive' undoes the drop until then. A table that is already
 soft-deleted keeps its marker unchanged (its clock is not restarted) and is
-reported as failed, as is a name with no data.
+reported as failed, as is a name with no data. A table in a LanceDB
+namespace (its object id, or --namespace) is refused: Lance's soft delete is
+V1-only, so drop it with LanceDB's dropTable.
 
 Exit status: 0 when every name was dropped, 1 when any failed, 2 on usage errors.`,
 		Args: requireNames,
@@ -54,9 +57,11 @@ Exit status: 0 when every name was dropped, 1 when any failed, 2 on usage errors
 
 // runDrop drops each name and prints one line per name.
 func runDrop(ctx context.Context, o dropOptions, stdout io.Writer) error {
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("drop", o.Names, true)
+	if err != nil {
 		return err
 	}
+	o.Names = names
 	floor, err := o.ttlFloor()
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ type holdOptions struct {
 
 func (o *holdOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
+	o.registerNamespace(fs)
 	fs.StringVar(&o.Reason, "reason", "", "why the tables are held (required), for example a case or ticket number")
 }
 
@@ -52,9 +53,11 @@ func runHold(ctx context.Context, o holdOptions, stdout io.Writer) error {
 	if o.Reason == "" {
 		return usagef("hold: --reason is required: say why the tables are held (a case or ticket number)")
 	}
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("hold", o.Names, false)
+	if err != nil {
 		return err
 	}
+	o.Names = names
 	ns, _, err := o.open(ctx)
 	if err != nil {
 		return err
@@ -91,13 +94,16 @@ Exit status: 0 when every hold was lifted, 1 when any failed, 2 on usage errors.
 		},
 	}
 	o.registerStore(cmd.Flags())
+	o.registerNamespace(cmd.Flags())
 	return cmd
 }
 
 func runRelease(ctx context.Context, o releaseOptions, stdout io.Writer) error {
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("release", o.Names, false)
+	if err != nil {
 		return err
 	}
+	o.Names = names
 	ns, _, err := o.open(ctx)
 	if err != nil {
 		return err

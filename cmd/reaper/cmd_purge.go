@@ -35,6 +35,7 @@ type purgeOptions struct {
 
 func (o *purgeOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
+	o.registerNamespace(fs)
 	o.passFlags.register(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; report what would be purged, with object and byte counts")
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
@@ -106,9 +107,11 @@ func runPurge(ctx context.Context, o purgeOptions, stdout io.Writer) error {
 	if err := checkFormat(o.Output); err != nil {
 		return err
 	}
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("purge", o.Names, true)
+	if err != nil {
 		return err
 	}
+	o.Names = names
 	if o.DryRun {
 		o.Sets = append(o.Sets, "dry_run=true")
 	}
@@ -265,10 +268,12 @@ func purgeReportOf(rep *worker.Report, withRoot bool) *purgeReport {
 			out.Purged = append(out.Purged, purgedJSON{Root: root, Name: d.Table, Objects: d.Objects, Bytes: d.Bytes, after: d.Status.PurgeAfter})
 		}
 		for _, d := range rr.Retention {
-			out.Retained = append(out.Retained, retainedJSON{Root: root, Name: d.Table, Result: d.Action, Code: d.Reason,
-				Versions: d.Versions, Objects: d.Objects, Bytes: d.Bytes, Detail: d.Detail})
+			rj := retainedJSON{Root: root, Result: d.Action, Code: d.Reason,
+				Versions: d.Versions, Objects: d.Objects, Bytes: d.Bytes, Detail: d.Detail}
+			rj.Name, rj.Location = jsonName(d.Table)
+			out.Retained = append(out.Retained, rj)
 			if d.Action == outcome.Failed {
-				out.Failed = append(out.Failed, failedJSON{Root: root, Name: d.Table, Code: d.Reason, Error: d.Detail})
+				out.Failed = append(out.Failed, failedJSON{Root: root, Name: rj.Name, Code: d.Reason, Error: d.Detail})
 			}
 		}
 		ps := out.Purged[first:]

@@ -32,6 +32,7 @@ type retainOptions struct {
 
 func (o *retainOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
+	o.registerNamespace(fs)
 	o.passFlags.register(fs)
 	fs.Lookup("allow-short-ttl").Usage = "allow a cutoff newer than safety.min_ttl ago"
 	o.policyFlags.register(fs, 0)
@@ -53,7 +54,11 @@ reaper lease and safe beside LanceDB writers (docs/RETENTION.md). Time travel
 to a removed version is gone for good. Soft-deleted tables are left to purge.
 A table reaper does not fully understand (an unknown Lance feature flag, a
 manifest it cannot parse, managed blobs) is reported unsupported and nothing
-of it is ever deleted. A version goes only when both its manifest's timestamp
+of it is ever deleted. Tables in LanceDB namespaces are covered: name one by
+its object id, quoted ('tenant_a$inner'), or with --namespace tenant_a inner
+(JSON adds its directory as "location"); with a configuration, a root's
+retention.namespaces switches retention per namespace. LanceDB's namespace
+catalog (__manifest/) is never touched. A version goes only when both its manifest's timestamp
 and the store's LastModified of it are before the cutoff.
 
 retain is one pass, as purge is, with the purges left out: it reads the same
@@ -116,9 +121,11 @@ func runRetain(ctx context.Context, o retainOptions, stdout io.Writer) error {
 	if err := checkFormat(o.Output); err != nil {
 		return err
 	}
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("retain", o.Names, false)
+	if err != nil {
 		return err
 	}
+	o.Names = names
 	var policy *retention.Policy
 	if o.OlderThan != 0 || o.Before != "" {
 		p, err := o.policy("retain")
@@ -198,7 +205,7 @@ func checkRetainPolicy(cfg config.Config, policy *retention.Policy, fromFile boo
 	enabled, all := 0, len(cfg.Roots)+len(cfg.Discover)
 	for _, l := range [][]config.Root{cfg.Roots, cfg.Discover} {
 		for _, r := range l {
-			if cfg.RetentionFor(r.Retention).Enabled {
+			if cfg.RetentionFor(r.Retention).AnyEnabled() {
 				enabled++
 			}
 		}

@@ -19,7 +19,10 @@ type reviveOptions struct {
 	Names []string
 }
 
-func (o *reviveOptions) register(fs *pflag.FlagSet) { o.registerStore(fs) }
+func (o *reviveOptions) register(fs *pflag.FlagSet) {
+	o.registerStore(fs)
+	o.registerNamespace(fs)
+}
 
 func newReviveCmd(g *globalOptions, stdout io.Writer) *cobra.Command {
 	var o reviveOptions
@@ -45,9 +48,11 @@ Exit status: 0 when every name was revived, 1 when any failed, 2 on usage errors
 
 // runRevive revives each name and prints one line per name.
 func runRevive(ctx context.Context, o reviveOptions, stdout io.Writer) error {
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("revive", o.Names, true)
+	if err != nil {
 		return err
 	}
+	o.Names = names
 	ns, _, err := o.open(ctx)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ type statusOptions struct {
 
 func (o *statusOptions) register(fs *pflag.FlagSet) {
 	o.registerStore(fs)
+	o.registerNamespace(fs)
 	fs.StringVarP(&o.Output, "output", "o", formatTable, "output format: table or json")
 	fs.BoolVar(&o.Versions, "versions", false, "also read every version of each live table: its versions and what retain with the policy flags would remove (a listing of each table and a read per version)")
 	o.policyFlags.register(fs, statusOlderThan)
@@ -49,7 +50,13 @@ time and notes (due, due in 3h, problems, lease holder). It reads the root
 with one listing and one read per marker; it changes nothing. Rows are
 printed as the listing passes each name, so a root of millions of tables
 prints as it is read; the table's columns are aligned over blocks of
-10,000 rows.
+10,000 rows. A table in a LanceDB namespace shows by its object id, the
+namespace path and the table name joined by "$" (tenant_a$inner; name it so,
+quoted, or with --namespace tenant_a inner), at the place of its directory
+<8 hex>_<object id>/ in the root, and costs a listing of that directory;
+deregistered marks one LanceDB deregistered, not_a_table such a directory
+without versions (a name LanceDB reserved). JSON adds "namespace" and
+"location" (the directory) for those tables.
 
 JSON (-o json) is an array of objects with name, state, deleted_at_ms,
 ttl_ms, purge_after_ms, due, below_min_ttl (purge skips it: its TTL is below
@@ -70,7 +77,10 @@ below safety.min_ttl, a --before in the future). A few tables are read at
 once while the rows go out. JSON then adds versions, table_bytes,
 reclaimable_versions, reclaimable_bytes, reclaimable_percent, retention
 (planned, nothing_to_do, unsupported, failed), retention_reason and
-retention_policy; a policy retain would refuse is a warning on stderr.
+retention_policy; a policy retain would refuse is a warning on stderr. A
+root that uses LanceDB namespaces shows a row for their catalog,
+__manifest (namespace_catalog), with its versions: it grows with every
+namespace operation and reaper never removes any.
 
 Exit status: 0 on success (whatever the states), 1 when the root cannot be
 read, 2 on usage errors.`,
@@ -89,10 +99,12 @@ func runStatus(ctx context.Context, o statusOptions, stdout io.Writer) error {
 	if err := checkFormat(o.Output); err != nil {
 		return err
 	}
-	if err := validateNames(o.Names); err != nil {
+	names, err := o.tableNames("status", o.Names, false)
+	if err != nil {
 		return err
 	}
 	defaulted := o.Versions && o.OlderThan == 0 && o.Before == ""
+	o.Names = names
 	policy, err := o.statusPolicy()
 	if err != nil {
 		return err

@@ -43,13 +43,18 @@ type statusJSON struct {
 	// RetentionRecord: a retention run was cut short (or is running) and
 	// left its record beside the table.
 	RetentionRecord bool `json:"retention_record"`
+	// Namespace and Location, for a table in a LanceDB namespace only: its
+	// namespace path and its directory (Name is its object id).
+	Namespace []string `json:"namespace,omitempty"`
+	Location  string   `json:"location,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func toStatusJSON(s reaper.TableStatus, now time.Time, floor time.Duration) statusJSON {
-	out := statusJSON{Name: s.Name, State: string(s.State), Due: s.Due(now), BelowMinTTL: belowFloor(s, floor),
-		RetentionRecord: s.RetainRecord}
+	out := statusJSON{State: string(s.State), Due: s.Due(now), BelowMinTTL: belowFloor(s, floor),
+		RetentionRecord: s.RetainRecord, Namespace: s.Namespace()}
+	out.Name, out.Location = jsonName(s.Name)
 	if s.Marker != nil {
 		out.DeletedAtMs = ptr(s.Marker.DeletedAtMs)
 		out.TTLMs = ptr(s.TTL.Milliseconds())
@@ -180,7 +185,11 @@ func (p *statusTablePrinter) rowWith(s reaper.TableStatus, sum *reaper.Retention
 	cells := []string{displayName(s.Name), string(s.State), deleted, ttl, after}
 	if p.versions != nil {
 		var more []string
-		more, note = p.versions.cells(sum, note)
+		if s.State == reaper.StateCatalog {
+			more = p.versions.catalogCells(sum)
+		} else {
+			more, note = p.versions.cells(sum, note)
+		}
 		cells = append(cells, more...)
 	}
 	p.rows = append(p.rows, append(cells, safeText(note)))

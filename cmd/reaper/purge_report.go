@@ -75,6 +75,7 @@ type skippedJSON struct {
 type retainedJSON struct {
 	Root     string         `json:"root,omitempty"`
 	Name     string         `json:"name"`
+	Location string         `json:"location,omitempty"`
 	Result   outcome.Action `json:"result"`
 	Code     outcome.Reason `json:"code"`
 	Versions int            `json:"versions_removed"`

@@ -108,7 +108,8 @@ func (r *retainReport) fromPass(rep *worker.Report) {
 			if r.dryRun {
 				row, ok := r.planned[rr.Root+"\x00"+d.Table]
 				if !ok {
-					row = retainJSON{Name: d.Table, Kept: []uint64{}, Removed: []uint64{}, Files: []fileJSON{}}
+					row = retainJSON{Kept: []uint64{}, Removed: []uint64{}, Files: []fileJSON{}}
+					row.Name, row.Location = jsonName(d.Table)
 				}
 				row.Root, row.Result, row.Reason = root, result, reason
 				if result == reaper.RetentionPlanned || result == reaper.RetentionNothingToDo {
@@ -123,8 +124,10 @@ func (r *retainReport) fromPass(rep *worker.Report) {
 			if result == reaper.RetainCleaned || result == reaper.RetentionNothingToDo && d.Record == nil {
 				reason = ""
 			}
-			r.runs = append(r.runs, retainRunJSON{Root: root, Name: d.Table, Result: result, Reason: reason,
-				VersionsDeleted: d.Versions, Objects: d.Objects, Bytes: d.Bytes, Finished: d.Resumed})
+			run := retainRunJSON{Root: root, Result: result, Reason: reason,
+				VersionsDeleted: d.Versions, Objects: d.Objects, Bytes: d.Bytes, Finished: d.Resumed}
+			run.Name, run.Location = jsonName(d.Table)
+			r.runs = append(r.runs, run)
 		}
 	}
 	r.planned = nil
@@ -146,9 +149,10 @@ func retainResult(d worker.Retained, dryRun bool) string {
 
 // retainJSONOfPlan is one table's plan as the dry run's JSON lists it.
 func retainJSONOfPlan(root string, pl lifecycle.RetentionPlan) retainJSON {
-	t := retainJSON{Root: root, Name: pl.Name, Result: string(pl.Result), Reason: pl.Reason, Kept: []uint64{}, Removed: []uint64{},
+	t := retainJSON{Root: root, Result: string(pl.Result), Reason: pl.Reason, Kept: []uint64{}, Removed: []uint64{},
 		Files: []fileJSON{}, Bytes: pl.Plan.Bytes, Versions: pl.Versions, cutoff: pl.Plan.Cutoff, now: pl.Now,
 		KeptForOthers: pl.KeptForOthers, KeptFor: pl.KeptFor}
+	t.Name, t.Location = jsonName(pl.Name)
 	for _, k := range pl.Plan.Kept {
 		t.Kept = append(t.Kept, k.Version)
 		t.KeptWhy = append(t.KeptWhy, keptJSON{Version: k.Version, Why: k.Why})
@@ -218,8 +222,10 @@ func (r *retainReport) finish(ctx context.Context, o retainOptions, stdout io.Wr
 
 // retainJSON is one table of `retain --dry-run -o json`.
 type retainJSON struct {
-	Root     string     `json:"root,omitempty"`
-	Name     string     `json:"name"`
+	Root string `json:"root,omitempty"`
+	Name string `json:"name"`
+	// Location is a namespaced table's directory (jsonName).
+	Location string     `json:"location,omitempty"`
 	Result   string     `json:"result"`
 	Reason   string     `json:"reason,omitempty"`
 	Kept     []uint64   `json:"versions_kept"`
@@ -417,6 +423,7 @@ func versionRange(vs []uint64) string {
 type retainRunJSON struct {
 	Root            string `json:"root,omitempty"`
 	Name            string `json:"name"`
+	Location        string `json:"location,omitempty"`
 	Result          string `json:"result"`
 	Reason          string `json:"reason,omitempty"`
 	VersionsDeleted int    `json:"versions_deleted"`

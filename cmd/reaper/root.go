@@ -85,6 +85,8 @@ type storeOptions struct {
 	// LeaseTTL is the length of the table leases the command takes; zero
 	// means reaper.DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Namespace is --namespace (namespace_flag.go).
+	Namespace string
 }
 
 func (g globalOptions) now() time.Time {

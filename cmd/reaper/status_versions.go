@@ -67,6 +67,16 @@ func (c *versionColumns) cells(sum *reaper.RetentionSummary, note string) ([]str
 	return []string{versions, size, "-", "-"}, note + "; " + why
 }
 
+// catalogCells are the retention cells of the namespace catalog's row: its
+// versions (it grows with every namespace operation; reaper never removes
+// any), nothing removable, and not counted with the tables.
+func (c *versionColumns) catalogCells(sum *reaper.RetentionSummary) []string {
+	if sum == nil || sum.Versions == 0 {
+		return []string{"-", "-", "-", "-"}
+	}
+	return []string{strconv.Itoa(sum.Versions), "-", "-", "-"}
+}
+
 // share is part's share of whole, " (35%)", or "" when whole is not known.
 func share(part, whole int64) string {
 	switch {

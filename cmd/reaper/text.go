@@ -5,6 +5,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lance-reaper/reaper"
+	"github.com/lance-reaper/reaper/internal/lifecycle"
 )
 
 // This file owns what a store-supplied string may look like in human-read
@@ -16,8 +19,11 @@ import (
 
 // displayName is a table name (or a root, a key) as one unambiguous token:
 // as it is when it has only printable characters and no spaces, else
-// Go-quoted, so "a\nb" shows as "a\nb" in quotes and never as two lines.
+// Go-quoted, so "a\nb" shows as "a\nb" in quotes and never as two lines. A
+// table in a namespace shows as the object id LanceDB knows it by
+// ("tenant_a$inner"), not its directory.
 func displayName(s string) string {
+	s = reaper.ObjectID(s)
 	if s != "" && plain(s) {
 		return s
 	}
@@ -72,4 +78,14 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// jsonName is a table's name in JSON output, the object id LanceDB knows
+// it by, and for a table in a namespace its directory (a location key
+// beside the name; "" for a root table).
+func jsonName(name string) (id, location string) {
+	if lifecycle.IsNamespaced(name) {
+		return reaper.ObjectID(name), name
+	}
+	return reaper.ObjectID(name), ""
 }

@@ -28,7 +28,8 @@ type Config struct {
 	// Roots are database roots, each with its storage options.
 	Roots []Root `yaml:"roots"`
 	// Discover patterns are expanded at every pass to each child that is a
-	// V1 database root (it holds at least one *.lance/ or *.deleted entry).
+	// database root (it holds at least one *.lance/ or *.deleted entry, a
+	// namespace catalog __manifest/ or a table in a namespace).
 	Discover []Root  `yaml:"discover"`
 	Shard    Shard   `yaml:"shard"`
 	Limits   Limits  `yaml:"limits"`

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -28,6 +29,78 @@ type Retention struct {
 	// UnverifiedAfter is the age from which a file no manifest references
 	// is deleted without DeleteUnverified.
 	UnverifiedAfter Duration `yaml:"unverified_after"`
+	// Namespaces are a root's retention of the tables in LanceDB
+	// namespaces (RetentionOverride.Namespaces, carried here by
+	// RetentionFor): the first entry whose pattern matches a table's
+	// namespace applies its keys over the rest (ForNamespace). Set per
+	// root or pattern only, so not a key of the top-level section.
+	Namespaces []NamespaceRetention `yaml:"-"`
+}
+
+// NamespaceRetention is the retention of the tables in the namespaces
+// Match matches, and in every namespace nested in them: each key it sets
+// replaces the root's (or the top-level section's) own, the others are
+// inherited. Tables in no namespace (root tables) take the root's.
+type NamespaceRetention struct {
+	// Match is a pattern (Go's path.Match: *, ?, [a-z]) of a namespace
+	// path written as LanceDB writes it in object ids, its levels joined
+	// by "$": "tenant_*" matches tenant_a and tenant_a$sub, "staging"
+	// matches staging and everything nested in it.
+	Match            string    `yaml:"match"`
+	Enabled          *bool     `yaml:"enabled"`
+	OlderThan        *Duration `yaml:"older_than"`
+	KeepVersions     *int      `yaml:"keep_versions"`
+	DeleteUnverified *bool     `yaml:"delete_unverified"`
+	UnverifiedAfter  *Duration `yaml:"unverified_after"`
+}
+
+// Matches reports whether the entry applies to a table in namespace (a
+// path of levels; nil for a root table): its pattern matches the path or
+// one of the namespaces enclosing it.
+func (n NamespaceRetention) Matches(namespace []string) bool {
+	for i := 1; i <= len(namespace); i++ {
+		if ok, _ := path.Match(n.Match, strings.Join(namespace[:i], namespaceSep)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// namespaceSep joins a namespace path's levels, as LanceDB's object ids.
+const namespaceSep = "$"
+
+// ForNamespace is the retention of a table in namespace: r with the first
+// matching entry of r.Namespaces applied (r itself for a root table, or
+// when none matches).
+func (r Retention) ForNamespace(namespace []string) Retention {
+	for _, n := range r.Namespaces {
+		if n.Matches(namespace) {
+			return r.entry(n)
+		}
+	}
+	return r
+}
+
+// entry is r with n's keys applied, for the tables n matches.
+func (r Retention) entry(n NamespaceRetention) Retention {
+	out := r.with(RetentionOverride{Enabled: n.Enabled, OlderThan: n.OlderThan, KeepVersions: n.KeepVersions,
+		DeleteUnverified: n.DeleteUnverified, UnverifiedAfter: n.UnverifiedAfter})
+	out.Namespaces = nil
+	return out
+}
+
+// AnyEnabled reports whether retention runs on some table under r: the
+// section or one of its namespace entries is enabled.
+func (r Retention) AnyEnabled() bool {
+	if r.Enabled {
+		return true
+	}
+	for _, n := range r.Namespaces {
+		if n.Enabled != nil && *n.Enabled {
+			return true
+		}
+	}
+	return false
 }
 
 // RetentionOverride is a root's or a discover pattern's retention: each key
@@ -38,6 +111,9 @@ type RetentionOverride struct {
 	KeepVersions     *int      `yaml:"keep_versions"`
 	DeleteUnverified *bool     `yaml:"delete_unverified"`
 	UnverifiedAfter  *Duration `yaml:"unverified_after"`
+	// Namespaces are the retention of this root's tables in LanceDB
+	// namespaces, entry by entry (NamespaceRetention).
+	Namespaces []NamespaceRetention `yaml:"namespaces"`
 }
 
 // defaultRetention is off, with Lance's own defaults for the rest:
@@ -54,7 +130,13 @@ func defaultRetention() Retention {
 // RetentionFor is a root's retention: the top-level section with the
 // root's own keys o applied (a discovered root carries its pattern's).
 func (c Config) RetentionFor(o RetentionOverride) Retention {
-	r := c.Retention
+	r := c.Retention.with(o)
+	r.Namespaces = o.Namespaces
+	return r
+}
+
+// with is r with the keys o sets.
+func (r Retention) with(o RetentionOverride) Retention {
 	if o.Enabled != nil {
 		r.Enabled = *o.Enabled
 	}
@@ -133,10 +215,25 @@ func (o RetentionOverride) sets(field string) bool {
 	case ".unverified_after":
 		return o.UnverifiedAfter != nil
 	}
-	return false
+	// A namespace entry is the root's own, with its own keys.
+	return strings.HasPrefix(field, ".namespaces[")
+}
+
+// checkNamespaces checks each namespace entry of r (at key) and the
+// retention it makes.
+func (c Config) checkNamespaces(v *validator, key string, r Retention) {
+	for i, n := range r.Namespaces {
+		k := fmt.Sprintf("%s.namespaces[%d]", key, i)
+		if _, err := path.Match(n.Match, ""); n.Match == "" || err != nil {
+			v.add(k+".match", n.Match, "is not a namespace pattern", `set a namespace path with its levels joined by "$", or a pattern of one (path.Match): "tenant_*", "staging", "prod$analytics"`)
+			continue
+		}
+		c.checkRetention(v, k, r.entry(n))
+	}
 }
 
 func (c Config) checkRetention(v *validator, key string, r Retention) {
+	c.checkNamespaces(v, key, r)
 	if r.KeepVersions < 1 {
 		v.add(key+".keep_versions", r.KeepVersions, "must be at least 1", "keep at least the newest version: set 1 or more")
 	}
@@ -172,10 +269,27 @@ func (c Config) RetentionSummary() string {
 		}
 		return s
 	}
+	describeNamespaces := func(r Retention) string {
+		var out []string
+		for _, n := range r.Namespaces {
+			nr := r.entry(n)
+			if !nr.Enabled {
+				out = append(out, fmt.Sprintf("namespaces %s off", n.Match))
+				continue
+			}
+			out = append(out, fmt.Sprintf("namespaces %s on (%s)", n.Match, describe(nr)))
+		}
+		if len(out) == 0 {
+			return ""
+		}
+		return ", " + strings.Join(out, ", ")
+	}
 	for _, l := range [][]Root{c.Roots, c.Discover} {
 		for _, r := range l {
 			if rr := c.RetentionFor(r.Retention); rr.Enabled {
-				on = append(on, fmt.Sprintf("%s (%s)", r.URI, describe(rr)))
+				on = append(on, fmt.Sprintf("%s (%s%s)", r.URI, describe(rr), describeNamespaces(rr)))
+			} else if rr.AnyEnabled() {
+				on = append(on, fmt.Sprintf("%s (root tables off%s)", r.URI, describeNamespaces(rr)))
 			}
 		}
 	}

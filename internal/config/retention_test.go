@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +121,57 @@ func TestRetentionSummary(t *testing.T) {
 	require.Equal(t, "on for /var/lib/lancedb (older_than 7d, keep_versions 1); s3://b/db (older_than 7d, keep_versions 1)", c.RetentionSummary())
 	c.Roots = nil
 	require.Equal(t, "on for every root (older_than 7d, keep_versions 1)", c.RetentionSummary())
+}
+
+// Namespaces: per root, the first entry matching a table's namespace (or
+// one enclosing it) applies its keys over the root's; root tables take the
+// root's.
+func TestRetentionForNamespaces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reaper.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+retention:
+  older_than: 30d
+roots:
+  - uri: /data/a
+    retention:
+      namespaces:
+        - match: "tenant_*"
+          enabled: true
+  - uri: /data/b
+    retention:
+      enabled: true
+      namespaces:
+        - match: staging
+          enabled: false
+        - match: "prod$analytics"
+          older_than: 2d
+`), 0o600))
+	c, err := Load(path, func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	require.NoError(t, c.ValidateForPass())
+
+	a := c.RetentionFor(c.Roots[0].Retention)
+	require.False(t, a.Enabled, "root tables: off")
+	require.True(t, a.AnyEnabled())
+	require.True(t, a.ForNamespace([]string{"tenant_a"}).Enabled)
+	require.True(t, a.ForNamespace([]string{"tenant_a", "sub"}).Enabled, "a namespace nested in a matching one")
+	require.False(t, a.ForNamespace([]string{"staging"}).Enabled)
+	require.False(t, a.ForNamespace(nil).Enabled)
+
+	b := c.RetentionFor(c.Roots[1].Retention)
+	require.True(t, b.ForNamespace(nil).Enabled)
+	require.True(t, b.ForNamespace([]string{"tenant_a"}).Enabled, "no entry matches: the root's keys apply")
+	require.False(t, b.ForNamespace([]string{"staging", "x"}).Enabled)
+	require.Equal(t, 2*24*time.Hour, b.ForNamespace([]string{"prod", "analytics"}).OlderThan.D())
+	require.Equal(t, 30*24*time.Hour, b.ForNamespace([]string{"prod"}).OlderThan.D())
+	require.Contains(t, c.RetentionSummary(), "namespaces staging off")
+
+	for _, bad := range []string{`match: ""`, `match: "[a"`, "match: t\n      older_than: 1s\n      enabled: true"} {
+		require.NoError(t, os.WriteFile(path, []byte("roots:\n  - uri: /data/a\n    retention:\n      namespaces:\n        - "+strings.ReplaceAll(bad, "\n      ", "\n          ")+"\n"), 0o600))
+		c, err := Load(path, func(string) (string, bool) { return "", false })
+		if err == nil {
+			err = c.ValidateForPass()
+		}
+		require.ErrorContains(t, err, "roots[0].retention.namespaces[0]", bad)
+	}
 }

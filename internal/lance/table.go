@@ -20,6 +20,12 @@ import (
 // reader never reads (nor lets anyone plan deletions in) anything under it.
 const namespaceTable = "__manifest"
 
+// deregisteredFile, at a table's top level, is LanceDB's mark of a table
+// deregistered from its namespace, its data kept for re-registration
+// (lance-namespace's directory catalog spec): the reader refuses it, so
+// nothing of it is ever planned.
+const deregisteredFile = ".lance-deregistered"
+
 // Version is one manifest: an attached version of main, a detached
 // version, or a version of a branch.
 //
@@ -113,6 +119,9 @@ func readTable(ctx context.Context, store objstore.Store, dir string, known map[
 	top, err := checkTopLevel(ctx, store, dir)
 	if err != nil {
 		return nil, err
+	}
+	if top.objects[deregisteredFile] {
+		return nil, unsupportedf("deregistered (%s): LanceDB keeps its data for re-registration; never cleaned", deregisteredFile)
 	}
 	listed, err := t.readManaged(ctx, store, known, top)
 	if err != nil {

@@ -276,6 +276,9 @@ func TestRefusals(t *testing.T) {
 		{"the namespace's own table", func(t *testing.T, root string) {
 			require.NoError(t, os.Rename(filepath.Join(root, "t.lance"), filepath.Join(root, "__manifest")))
 		}, "__manifest/", "never touched"},
+		{"deregistered from its namespace", func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "t.lance", ".lance-deregistered"), "")
+		}, "", "deregistered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyFixture(t)

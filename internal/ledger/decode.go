@@ -76,7 +76,7 @@ func fill(rows []Row, name string, chunks []arrow.Array) error {
 func set(r *Row, name string, a arrow.Array, j int) error {
 	if a.IsNull(j) {
 		switch name {
-		case ColReason, ColDeletedAt, ColTTLMs, ColPurgeAfter, ColError, ColRecoveredBy:
+		case ColReason, ColDeletedAt, ColTTLMs, ColPurgeAfter, ColError, ColRecoveredBy, ColLocation:
 			return nil // zero value is null
 		}
 		return fmt.Errorf("null in a non-null column")
@@ -103,6 +103,8 @@ func set(r *Row, name string, a arrow.Array, j int) error {
 			r.Host = s
 		case ColRecoveredBy:
 			r.RecoveredBy = s
+		case ColLocation:
+			r.Location = s
 		}
 	case *array.Int64:
 		n := v.Value(j)

@@ -146,6 +146,7 @@ func appendRow(b *array.RecordBuilder, r Row) {
 	f[13].(*array.StringBuilder).Append(r.Version)
 	f[14].(*array.StringBuilder).Append(r.Host)
 	appendString(f[15].(*array.StringBuilder), r.RecoveredBy)
+	appendString(f[16].(*array.StringBuilder), r.Location)
 }
 
 // appendString writes "" as null.

@@ -115,7 +115,7 @@ func (j *Journal) Intent(ctx context.Context, row Row, objects, bytes int64, com
 // not be stored; the intent then stands for the table until the pass's
 // file is written.
 func (j *Journal) Outcome(ctx context.Context, row Row) error {
-	key := recordKey(j.passID, row.Root, row.Table)
+	key := recordKey(j.passID, row.Root, row.Table, row.Location)
 	j.mu.Lock()
 	lease, has := j.lease, j.written[key]
 	j.mu.Unlock()
@@ -152,7 +152,7 @@ func (j *Journal) holdLease(ctx context.Context) (*lock.Lease, error) {
 
 // put writes one record under the journal's lease.
 func (j *Journal) put(ctx context.Context, lease *lock.Lease, row Row, rec record) error {
-	key := recordKey(j.passID, row.Root, row.Table)
+	key := recordKey(j.passID, row.Root, row.Table, row.Location)
 	body, err := encodeRecord(rec)
 	if err == nil {
 		_, err = j.store.Put(objstore.WithFence(ctx, lease), key, body)

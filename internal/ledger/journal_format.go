@@ -47,8 +47,14 @@ func journalDir(passID string) string      { return JournalPrefix + passID + "/"
 func journalLeaseKey(passID string) string { return journalDir(passID) + journalLeaseName }
 
 // recordKey is the key of the record of table of root in pass passID.
-func recordKey(passID, root, table string) string {
-	h := sha256.Sum256([]byte(root + "\x00" + table))
+func recordKey(passID, root, table, location string) string {
+	id := root + "\x00" + table
+	if location != "" {
+		// Two directories may carry one object id: the directory tells
+		// them apart (a root table's key is as it always was).
+		id += "\x00" + location
+	}
+	h := sha256.Sum256([]byte(id))
 	return journalDir(passID) + hex.EncodeToString(h[:recordHashLen/2]) + recordSuffix
 }
 
@@ -112,6 +118,7 @@ type rowJSON struct {
 	Error      text   `json:"error,omitempty"`
 	Version    string `json:"reaper_version"`
 	Host       string `json:"host"`
+	Location   text   `json:"location,omitempty"`
 }
 
 // text is a string that survives JSON whatever its bytes: valid UTF-8 is a
@@ -170,7 +177,7 @@ func toRowJSON(r Row) rowJSON {
 		PassID: r.PassID, Root: text(r.Root), Table: text(r.Table), Action: r.Action, Reason: text(r.Reason),
 		DeletedAt: formatTime(r.DeletedAt), PurgeAfter: formatTime(r.PurgeAfter),
 		Objects: r.Objects, Bytes: r.Bytes, Started: formatTime(r.Started), Finished: formatTime(r.Finished),
-		Error: text(r.Error), Version: r.Version, Host: r.Host,
+		Error: text(r.Error), Version: r.Version, Host: r.Host, Location: text(r.Location),
 	}
 	if r.TTL != nil {
 		ms := r.TTL.Milliseconds()
@@ -183,6 +190,7 @@ func (j rowJSON) row() (Row, error) {
 	r := Row{
 		PassID: j.PassID, Root: string(j.Root), Table: string(j.Table), Action: j.Action, Reason: string(j.Reason),
 		Objects: j.Objects, Bytes: j.Bytes, Error: string(j.Error), Version: j.Version, Host: j.Host,
+		Location: string(j.Location),
 	}
 	if j.TTLMs != nil {
 		d := time.Duration(*j.TTLMs) * time.Millisecond
@@ -225,7 +233,7 @@ func decodeRecord(key string, body []byte) (record, error) {
 		return rec, fmt.Errorf("journal record %s: pass id %q, but the key names pass %q", key, rec.Row.PassID, passID)
 	case rec.Row.Table == "":
 		return rec, fmt.Errorf("journal record %s: no table", key)
-	case key != recordKey(passID, string(rec.Row.Root), string(rec.Row.Table)):
+	case key != recordKey(passID, string(rec.Row.Root), string(rec.Row.Table), string(rec.Row.Location)):
 		return rec, fmt.Errorf("journal record %s: root and table do not hash to its key", key)
 	}
 	if _, err := rec.Row.row(); err != nil {

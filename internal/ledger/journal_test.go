@@ -123,6 +123,29 @@ func TestJournalKeysHoldAnyTableName(t *testing.T) {
 	})
 }
 
+// Two tables in LanceDB namespaces may carry one object id (the row's
+// table); their directories (location) keep their journal records apart,
+// and the location reads back from the journal and from the file.
+func TestJournalKeepsTablesOfOneObjectIDApart(t *testing.T) {
+	s := memstore.New()
+	j := newJournaled(s)
+	jr := j.journal("pass-a", t0)
+	for _, loc := range []string{"33333333_tenant_a$old/", "44444444_tenant_a$old/"} {
+		r := tableRow("pass-a", "/db", "tenant_a$old", t0)
+		r.Location = loc
+		require.NoError(t, jr.Intent(t.Context(), r, 3, 300, false))
+	}
+	rows, err := ledger.Read(t.Context(), s, time.Time{})
+	require.NoError(t, err)
+	var locs []string
+	for _, r := range rows {
+		require.Equal(t, "tenant_a$old", r.Table)
+		locs = append(locs, r.Location)
+	}
+	require.ElementsMatch(t, []string{"33333333_tenant_a$old/", "44444444_tenant_a$old/"}, locs)
+	require.NoError(t, jr.Close(t.Context(), false))
+}
+
 // A pass killed after recording intents (one table decided, one not) is
 // folded by the next pass into a file of its own: the decided table's row
 // as decided, the other an honest unfinished row, both marked recovered;

@@ -44,6 +44,7 @@
 //	reaper_version  utf8                   not null  version of the reaper that wrote the row
 //	host            utf8                   not null  host name of the reaper that wrote the row
 //	recovered_by    utf8                   null      id of the pass that folded the row from the journal of a pass killed before it wrote its file; null otherwise
+//	location        utf8                   null      a table in a LanceDB namespace: its directory under the root (<8 hex>_<object id>/; table is its object id); null for a root table
 package ledger
 
 import "time"
@@ -77,6 +78,10 @@ type Row struct {
 	// journal of pass PassID, killed before it wrote its own file; empty
 	// (null) on a row its own pass wrote.
 	RecoveredBy string
+	// Location is the directory of a table in a LanceDB namespace (Table
+	// is then its object id, which two directories may share); empty
+	// (null) for a root table.
+	Location string
 	// Pending marks a row Read found in a journal, not in a file yet: a
 	// pass still running, or one killed whose journal no pass has folded
 	// yet. It is never stored.

@@ -340,6 +340,7 @@ func TestPlainReader(t *testing.T) {
 			{"reaper_version", "utf8", false},
 			{"host", "utf8", false},
 			{"recovered_by", "utf8", true},
+			{"location", "utf8", true},
 		}, cols(got), "documented schema")
 		require.Equal(t, cols(ledger.Schema()), cols(got), "Schema() matches the file")
 
@@ -387,12 +388,13 @@ func TestSchemaDocInPackageDoc(t *testing.T) {
 }
 
 // A file written before recovered_by existed (its first 15 columns only)
-// still reads, the new column null.
+// still reads, the new columns (recovered_by, then location) null.
 func TestReadFileWithoutRecoveredBy(t *testing.T) {
 	s := memstore.New()
 	fields := ledger.Schema().Fields()
-	require.Equal(t, ledger.ColRecoveredBy, fields[len(fields)-1].Name)
-	schema := arrow.NewSchema(fields[:len(fields)-1], nil)
+	before := slices.IndexFunc(fields, func(f arrow.Field) bool { return f.Name == ledger.ColRecoveredBy })
+	require.Equal(t, 15, before)
+	schema := arrow.NewSchema(fields[:before], nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	for i, v := range []string{"old-pass", "/db", "t", string(outcome.Purged)} {
@@ -423,4 +425,5 @@ func TestReadFileWithoutRecoveredBy(t *testing.T) {
 	require.Len(t, rows, 1)
 	require.Equal(t, "t", rows[0].Table)
 	require.Empty(t, rows[0].RecoveredBy)
+	require.Empty(t, rows[0].Location)
 }

@@ -29,6 +29,8 @@ const (
 	// ColRecoveredBy came after the first release: files without it read
 	// as null (column.optional).
 	ColRecoveredBy = "recovered_by"
+	// ColLocation came with tables in LanceDB namespaces (optional too).
+	ColLocation = "location"
 )
 
 // column is one documented column of the ledger. An optional column was
@@ -65,6 +67,8 @@ var columns = []column{
 	col(ColHost, arrow.BinaryTypes.String, false, "host name of the reaper that wrote the row"),
 	{field: arrow.Field{Name: ColRecoveredBy, Type: arrow.BinaryTypes.String, Nullable: true}, optional: true,
 		doc: "id of the pass that folded the row from the journal of a pass killed before it wrote its file; null otherwise"},
+	{field: arrow.Field{Name: ColLocation, Type: arrow.BinaryTypes.String, Nullable: true}, optional: true,
+		doc: "a table in a LanceDB namespace: its directory under the root (<8 hex>_<object id>/; table is its object id); null for a root table"},
 }
 
 // actionsDoc lists the actions the column holds: the outcome vocabulary.

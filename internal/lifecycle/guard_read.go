@@ -19,9 +19,10 @@ import (
 // "<name>." hold (table "a.b" beside table "a": a.b.lance/, a.b.deleted,
 // a.b.reaper-hold/): each entry is classified by the key table
 // (classifyObject, classifyPrefix), and only this table's count. All of a
-// table's keys lie in [<name>., lastKey(name)] and a listing is sorted
+// table's control keys lie in [<name>., lastControlKey(name)] (a
+// namespaced table's name less its "/") and a listing is sorted
 // across its pages (objstore.Store), so the read stops after the page that
-// passes lastKey; before that it follows every page, so a name with
+// passes lastControlKey; before that it follows every page, so a name with
 // thousands of such siblings costs a page per thousand of those that sort
 // before its own keys, and never misses one. It fails closed: an error on
 // any page, or a key listed twice, fails the read and the guard with it; a
@@ -70,8 +71,9 @@ func (ns *Namespace) readControl(ctx context.Context, name string, kinds []entry
 // listControl is the one listing of "<name>.".
 func (ns *Namespace) listControl(ctx context.Context, name string) (controlObjects, error) {
 	c := controlObjects{objects: map[entryKind]objstore.Object{}}
-	last := lastKey(name)
-	prefix := name + "."
+	stem := controlStem(name)
+	last := lastControlKey(name)
+	prefix := stem + "."
 	err := ns.store.List(ctx, prefix, func(p objstore.Page) error {
 		past := false
 		for _, o := range p.Objects {
@@ -86,7 +88,7 @@ func (ns *Namespace) listControl(ctx context.Context, name string) (controlObjec
 				continue
 			}
 			n, kind := classifyObject(o.Key)
-			if n != name || kind == entryOther || kind == entryNotTable {
+			if n != stem || kind == entryOther || kind == entryNotTable {
 				continue
 			}
 			if _, dup := c.objects[kind]; dup {
@@ -99,7 +101,7 @@ func (ns *Namespace) listControl(ctx context.Context, name string) (controlObjec
 				past = true
 				continue
 			}
-			if n, kind := classifyPrefix(pre); n == name && kind == entryHold {
+			if n, kind := classifyPrefix(pre); n == stem && kind == entryHold {
 				c.holdFolder = true
 			}
 		}

@@ -21,7 +21,7 @@ const HoldSuffix = ".reaper-hold"
 var ErrHeld = errors.New("table under legal hold")
 
 // HoldKey is the key of a table's legal hold.
-func HoldKey(name string) string { return name + HoldSuffix }
+func HoldKey(name string) string { return controlStem(name) + HoldSuffix }
 
 // Hold is the body of a legal hold.
 type Hold struct {
@@ -82,7 +82,7 @@ func (ns *Namespace) PlaceHold(ctx context.Context, name, reason string) (Hold, 
 		}
 		return Hold{}, fmt.Errorf("hold %q: write hold: %w", name, err)
 	}
-	ns.log.InfoContext(ctx, "legal hold placed", "table", name, "reason", reason)
+	ns.log.InfoContext(ctx, "legal hold placed", "table", DisplayName(name), "reason", reason)
 	return h, nil
 }
 
@@ -111,7 +111,7 @@ func (ns *Namespace) ReleaseHold(ctx context.Context, name string) error {
 	if err := ns.store.DeleteIfMatch(ctx, HoldKey(name), obj.ETag); err != nil {
 		return fmt.Errorf("release hold on %q: %w", name, err)
 	}
-	ns.log.InfoContext(ctx, "legal hold released", "table", name)
+	ns.log.InfoContext(ctx, "legal hold released", "table", DisplayName(name))
 	return nil
 }
 

@@ -57,7 +57,7 @@ func (l *Listing) Len() int { return len(l.entries) }
 // Add records one page of the listing.
 func (l *Listing) Add(p objstore.Page) {
 	for _, pre := range p.Prefixes {
-		l.mark(classifyPrefix(strings.TrimPrefix(pre, l.prefix)))
+		l.mark(classifyRootPrefix(strings.TrimPrefix(pre, l.prefix)))
 	}
 	for _, o := range p.Objects {
 		l.mark(classifyObject(strings.TrimPrefix(o.Key, l.prefix)))
@@ -78,4 +78,23 @@ func (l *Listing) mark(name string, kind entryKind) {
 		l.entries[strings.Clone(name)] = e
 	}
 	e.set(kind)
+}
+
+// ShowsDatabase reports whether one page of the listing of prefix shows a
+// database root: a table directory (<name>.lance/, or a manifest-layout
+// directory <8 hex>_<object id>/), the namespace catalog __manifest/, or a
+// soft-delete marker. Discovery asks it of a child's first page.
+func ShowsDatabase(prefix string, p objstore.Page) bool {
+	for _, pre := range p.Prefixes {
+		switch _, kind := classifyRootPrefix(strings.TrimPrefix(pre, prefix)); kind {
+		case entryTable, entryNamespaced, entryCatalog:
+			return true
+		}
+	}
+	for _, o := range p.Objects {
+		if _, kind := classifyObject(strings.TrimPrefix(o.Key, prefix)); kind == entryMarker {
+			return true
+		}
+	}
+	return false
 }

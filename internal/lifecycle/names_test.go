@@ -100,3 +100,62 @@ func TestIsManifest(t *testing.T) {
 		require.Equal(t, want, isManifest(rel), rel)
 	}
 }
+
+// A namespaced table is named by its directory; its control objects sit
+// beside the directory at the root, never inside it.
+func TestNamespacedKeyLayout(t *testing.T) {
+	name := "76cba2fc_tenant_a$inner/"
+	require.True(t, IsNamespaced(name))
+	require.NoError(t, ValidateName(name))
+	require.Equal(t, name, TableDir(name))
+	require.Equal(t, "76cba2fc_tenant_a$inner.reaper-lock", LockKey(name))
+	require.Equal(t, "76cba2fc_tenant_a$inner.reaper-retain", RetainKey(name))
+	require.Equal(t, "76cba2fc_tenant_a$inner.reaper-hold", HoldKey(name))
+	require.Equal(t, "76cba2fc_tenant_a$inner.deleted", MarkerKey(name))
+	require.Equal(t, "76cba2fc_tenant_a$inner", tablePath(name))
+	require.Equal(t, "tenant_a$inner", ObjectID(name))
+	require.Equal(t, "tenant_a$inner", DisplayName(name))
+	require.Equal(t, "__manifest", DisplayName(CatalogDir+"/"))
+	require.Equal(t, "t", ObjectID("t"))
+	nsPath, table := SplitObjectID("tenant_a$sub$deep")
+	require.Equal(t, []string{"tenant_a", "sub"}, nsPath)
+	require.Equal(t, "deep", table)
+	require.Equal(t, "tenant_a$sub$deep", JoinObjectID(nsPath, table))
+	nsPath, table = SplitObjectID("top")
+	require.Empty(t, nsPath)
+	require.Equal(t, "top", table)
+
+	for _, not := range []string{"76cba2fc_tenant_a$inner", "76cba2f_x/", "76cba2fg_x/", "76CBA2FC_x/", "76cba2fc_/", "76cba2fc-x/", "dir/", "__manifest/", "76cba2fc_a/b/"} {
+		require.False(t, IsNamespaced(not), not)
+	}
+	require.True(t, IsObjectID("tenant_a$inner"))
+	require.False(t, IsObjectID("top"))
+	require.ErrorIs(t, RootTableOnly("drop", name), ErrNamespaced)
+	require.ErrorIs(t, RootTableOnly("drop", "tenant_a$inner"), ErrNamespaced)
+	require.NoError(t, RootTableOnly("drop", "top"))
+	require.ErrorIs(t, ValidateNewName("tenant_a$inner"), ErrNamespaced)
+
+	for dir, want := range map[string]string{"t.lance": "t", "76cba2fc_tenant_a$inner": name, "__manifest": "", "backup": ""} {
+		got, ok := NameOfDir(dir)
+		require.Equal(t, want, got, dir)
+		require.Equal(t, want != "", ok, dir)
+	}
+	for _, tc := range []struct {
+		prefix, name string
+		kind         entryKind
+	}{
+		{"76cba2fc_tenant_a$inner/", "76cba2fc_tenant_a$inner", entryNamespaced},
+		{"__manifest/", "__manifest", entryCatalog},
+		{"t.lance/", "t", entryTable},
+		{"backup/", "", entryOther},
+	} {
+		n, kind := classifyRootPrefix(tc.prefix)
+		require.Equal(t, tc.kind, kind, tc.prefix)
+		require.Equal(t, tc.name, n, tc.prefix)
+	}
+	// The listing passes a manifest-layout stem's directory after its
+	// control objects.
+	require.Equal(t, "76cba2fc_tenant_a$inner/", lastKey("76cba2fc_tenant_a$inner"))
+	require.Equal(t, "t.reaper-retain", lastKey("t"))
+	require.Equal(t, "76cba2fc_tenant_a$inner.reaper-retain", lastControlKey(name))
+}

@@ -112,7 +112,7 @@ func New(store objstore.Store, opts Options) (*Namespace, error) {
 // logged with it (the lease's, the store's retries) says which table: see
 // internal/logctx. The root is already on the Namespace's logger.
 func withTable(ctx context.Context, name string) context.Context {
-	return logctx.With(ctx, "table", name)
+	return logctx.With(ctx, "table", DisplayName(name))
 }
 
 // Store returns the underlying store.

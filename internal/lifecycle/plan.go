@@ -115,7 +115,7 @@ func (ns *Namespace) PlanEach(ctx context.Context, listed *Listing, now time.Tim
 		return now
 	}
 	named := len(names) > 0
-	res, err := ns.scan(ctx, listed, names, completionOrder, false, func(s TableStatus, storeNow time.Time) error {
+	res, err := ns.scan(ctx, listed, names, completionOrder, scanPlan, func(s TableStatus, storeNow time.Time) error {
 		c := classify(s, judged(storeNow), named)
 		if c == PlanIgnored {
 			return nil

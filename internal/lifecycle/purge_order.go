@@ -142,6 +142,9 @@ func (ns *Namespace) Purge(ctx context.Context, name string, opts PurgeOptions) 
 	if err := ValidateName(name); err != nil {
 		return res, err
 	}
+	if IsNamespaced(name) {
+		return res, RootTableOnly("purge", name)
+	}
 	ctx = withTable(ctx, name)
 	planned := opts.Planned != nil && opts.Planned.Name == name
 	body, mobj, m, err := ns.plannedMarker(ctx, name, opts.Planned)

@@ -55,7 +55,7 @@ func (ns *Namespace) addBases(out map[string]*Protected, by string, bases []lanc
 			continue // outside the root: not a table reaper cleans
 		}
 		dir, _, _ := strings.Cut(rest, "/")
-		name, ok := strings.CutSuffix(dir, TableSuffix)
+		name, ok := NameOfDir(dir)
 		if !ok || name == by {
 			continue
 		}
@@ -122,7 +122,7 @@ func (rp *RetentionPlan) Protect(p *Protected) {
 // clones otherwise. It costs a read of every manifest of every live table
 // of the root; a pass has them already.
 func (ns *Namespace) protectionOf(ctx context.Context, name string) (*Protected, error) {
-	sts, err := ns.collect(ctx, nil, false)
+	sts, err := ns.collect(ctx, nil, scanPlan)
 	if err != nil {
 		return nil, err
 	}

@@ -188,6 +188,17 @@ func (ns *Namespace) checkLive(ctx context.Context, name string) error {
 	if err := ns.checkIsTable(ctx, name); err != nil {
 		return fmt.Errorf("retain %q: %w", name, err)
 	}
+	if IsNamespaced(name) {
+		// A root table of the same stem shares its control keys
+		// (scan_names.go): leave both to the root table's lifecycle.
+		root, err := ns.hasData(ctx, controlStem(name))
+		switch {
+		case err != nil:
+			return fmt.Errorf("retain %q: %w", name, err)
+		case root:
+			return fmt.Errorf("retain %q: %w: %s", name, ErrNotATable, clashProblem(name))
+		}
+	}
 	exists, err := ns.hasData(ctx, name)
 	switch {
 	case err != nil:
@@ -268,7 +279,7 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	}
 	res.Plan, res.Record, res.Finished = rp.Plan, rp.Record, rp.Record != nil
 	if res.Finished {
-		ns.log.InfoContext(ctx, "a retention record of a run cut short: only what of it is still true is finished", "table", name,
+		ns.log.InfoContext(ctx, "a retention record of a run cut short: only what of it is still true is finished", "table", DisplayName(name),
 			"recorded_versions", rp.Record.Versions, "recorded_files", rp.Record.Files, "files_still_true", rp.Record.StillTrue,
 			"recorded_by", rp.Record.Owner)
 	}
@@ -330,7 +341,7 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 	}
 	res.Warnings = append(res.Warnings, danglingTags(t)...)
 	for _, w := range res.Warnings {
-		ns.log.WarnContext(ctx, "version retention: "+w, "table", name)
+		ns.log.WarnContext(ctx, "version retention: "+w, "table", DisplayName(name))
 	}
 	if err := d.delete(ctx, filesOf(*rec), nil); err != nil {
 		return res, err
@@ -346,7 +357,7 @@ func (ns *Namespace) retainUnderLease(ctx context.Context, lease *lock.Lease, na
 		return res, fmt.Errorf("retain %q: delete retention record: %w", name, err)
 	}
 	res.Outcome = RetainCleaned
-	ns.log.InfoContext(ctx, "retention finished", "table", name, "versions_removed", res.VersionsRemoved,
+	ns.log.InfoContext(ctx, "retention finished", "table", DisplayName(name), "versions_removed", res.VersionsRemoved,
 		"objects", res.Objects, "bytes", res.Bytes, "took_over_a_record", res.Finished)
 	return res, nil
 }
@@ -404,10 +415,10 @@ func (d *retainDeleter) manifestsStillPlanned(t *lance.Table, rec *retainRecord)
 			v, isListed := listed[rel]
 			switch {
 			case ok && keep[n]:
-				d.ns.log.InfoContext(ctx, "a version tagged or branched from since the plan keeps its manifest", "table", d.name, "version", n)
+				d.ns.log.InfoContext(ctx, "a version tagged or branched from since the plan keeps its manifest", "table", DisplayName(d.name), "version", n)
 				continue
 			case !isPlanned || !isListed || !r.Is(v):
-				d.ns.log.InfoContext(ctx, "a manifest is no longer the one planned (gone, or written again): not deleted", "table", d.name, "key", rel)
+				d.ns.log.InfoContext(ctx, "a manifest is no longer the one planned (gone, or written again): not deleted", "table", DisplayName(d.name), "key", rel)
 				continue
 			}
 			out = append(out, f)
@@ -500,7 +511,7 @@ func (d *retainDeleter) narrow(ctx context.Context, t *lance.Table, rec retainRe
 	versions, keys := retention.Recheck(t, rec.removals(), rec.keys(), manifestsDeleted)
 	if n := len(rec.Files) - len(keys); n > 0 {
 		d.ns.log.InfoContext(ctx, "a version written, tagged, branched from or still listed since the plan keeps files of it",
-			"table", d.name, "files_kept", n, "versions_kept", len(rec.Versions)-len(versions))
+			"table", DisplayName(d.name), "files_kept", n, "versions_kept", len(rec.Versions)-len(versions))
 	}
 	out := rec.narrow(versions, keys)
 	return t, &out, nil
@@ -694,13 +705,13 @@ func (ns *Namespace) pruneIndexDirs(ctx context.Context, g *retainGuard, name st
 		err := ns.store.PruneEmpty(ctx, prefix)
 		switch {
 		case errors.Is(err, objstore.ErrNotEmpty):
-			ns.log.InfoContext(ctx, "an empty index directory got an object meanwhile; kept", "table", name, "dir", prefix)
+			ns.log.InfoContext(ctx, "an empty index directory got an object meanwhile; kept", "table", DisplayName(name), "dir", prefix)
 		case err != nil:
 			return fmt.Errorf("retain %q: remove the empty directory %s: %w", name, prefix, err)
 		default:
 			removedDirs++
 		}
 	}
-	ns.log.InfoContext(ctx, "removed empty index directories (delete_unverified)", "table", name, "dirs", removedDirs)
+	ns.log.InfoContext(ctx, "removed empty index directories (delete_unverified)", "table", DisplayName(name), "dirs", removedDirs)
 	return nil
 }

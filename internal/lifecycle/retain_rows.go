@@ -59,7 +59,7 @@ func (d *retainDeleter) deleteRows(ctx context.Context, t *lance.Table, versions
 	if err := rows.DeleteRows(ctx, tableKey(d.name), old); err != nil {
 		return fmt.Errorf("retain %q: delete the commit rows of removed versions (%s): %w", d.name, rows.TableKey(tableKey(d.name)), err)
 	}
-	d.ns.log.InfoContext(ctx, "deleted the commit rows of removed versions", "table", d.name,
+	d.ns.log.InfoContext(ctx, "deleted the commit rows of removed versions", "table", DisplayName(d.name),
 		"base_uri", rows.TableKey(tableKey(d.name)), "rows", len(old), "left_by_earlier_cleanups", len(orphans))
 	return nil
 }

@@ -116,7 +116,7 @@ func (ns *Namespace) PlanRetentionEach(ctx context.Context, p retention.Policy, 
 	}
 	// The root's listing and markers only: the written-after-drop check
 	// of Status concerns soft-deleted tables, which retention leaves.
-	sts, err := ns.collect(ctx, names, false)
+	sts, err := ns.collect(ctx, names, scanPlan)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +177,8 @@ func notRetainable(s TableStatus) string {
 		return "soft-deleted: left to its purge"
 	case s.State == StateNotFound:
 		return "not found: no data"
+	case s.Problem != "" && (s.State == StateCatalog || s.State == StateDeregistered || s.State == StateNotATable):
+		return fmt.Sprintf("not a live table (%s): %s", s.State, s.Problem)
 	}
 	return fmt.Sprintf("not a live table (%s)", s.State)
 }

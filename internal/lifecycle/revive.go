@@ -20,6 +20,9 @@ func (ns *Namespace) Revive(ctx context.Context, name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
+	if IsNamespaced(name) {
+		return RootTableOnly("revive", name)
+	}
 	ctx = withTable(ctx, name)
 	if err := ns.checkIsTable(ctx, name); err != nil {
 		return fmt.Errorf("revive %q: %w", name, err)
@@ -145,7 +148,7 @@ func (ns *Namespace) partlyPurged(ctx context.Context, name string) (bool, error
 	}
 	err = ns.store.List(ctx, dir, func(p objstore.Page) error {
 		for _, o := range p.Objects {
-			if o.Key != dir+".lance-reserved" {
+			if o.Key != dir+ReservedFile {
 				other = true
 			}
 		}

@@ -40,6 +40,18 @@ type scanJob struct {
 	done   chan struct{}
 }
 
+// scanMode is what a scan reads beside the root's listing.
+type scanMode int
+
+const (
+	// scanPlan reads what a plan needs: markers, leases, holds, commits.
+	scanPlan scanMode = iota
+	// scanStatus reads what a status shows too.
+	scanStatus
+	// scanStatusCatalog is scanStatus handing on the catalog too.
+	scanStatusCatalog
+)
+
 // scanResult is what a scan learned beside the names.
 type scanResult struct {
 	// now is the store's clock every name was judged at.
@@ -53,8 +65,12 @@ type scanResult struct {
 type scanner struct {
 	ns     *Namespace
 	listed *Listing
-	only   []string
+	only   *nameFilter
 	order  scanOrder
+	// status: the scan is a status's, which reads what a plan leaves to
+	// the purge or the retention read (written_after_drop.go,
+	// namespaced.go); catalog: it hands on the catalog too.
+	status, catalog bool
 	// now is set by the producer before it hands out the first job.
 	now       time.Time
 	nowRead   bool
@@ -67,10 +83,13 @@ type scanner struct {
 // leases (no data, no marker) are not names of the root unless named. An
 // error from emit stops the scan and is returned.
 //
-// checkWrites has the pool check each due soft-deleted table for writes
-// after its drop (written_after_drop.go): what status shows; a plan leaves
-// that to the purge's own walk.
-func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, order scanOrder, checkWrites bool, emit func(TableStatus, time.Time) error) (scanResult, error) {
+// A status scan (mode) has the pool check each due soft-deleted table for
+// writes after its drop (written_after_drop.go) and list the top of each
+// namespaced table's directory (namespaced.go): what status shows; a plan
+// leaves the first to the purge's own walk and the second to the retention
+// read.
+func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, order scanOrder, mode scanMode, emit func(TableStatus, time.Time) error) (scanResult, error) {
+	status := mode != scanPlan
 	for _, n := range only {
 		if err := ValidateName(n); err != nil {
 			return scanResult{}, err
@@ -81,7 +100,7 @@ func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, o
 	if listed != nil && listed.Full() {
 		listed = nil // too big to have been carried: list the root
 	}
-	s := &scanner{ns: ns, listed: listed, only: only, order: order}
+	s := &scanner{ns: ns, listed: listed, only: newNameFilter(only), order: order, status: status, catalog: mode == scanStatusCatalog}
 	jobs := make(chan *scanJob)
 	queue := make(chan *scanJob, scanAhead)
 	var wg sync.WaitGroup
@@ -89,8 +108,11 @@ func (ns *Namespace) scan(ctx context.Context, listed *Listing, only []string, o
 		wg.Go(func() {
 			for j := range jobs {
 				j.status, j.err = ns.describe(ctx, j.name, &j.entry, s.now)
-				if j.err == nil && checkWrites {
+				if j.err == nil && status {
 					j.err = ns.noteWriteAfterDrop(ctx, &j.status, s.now)
+				}
+				if j.err == nil && status && j.entry.namespaced {
+					j.err = ns.probeNamespaced(ctx, &j.status)
 				}
 				close(j.done)
 			}
@@ -170,14 +192,31 @@ func (s *scanner) produce(ctx context.Context, jobs, queue chan<- *scanJob) erro
 	if err := w.release(true, hand); err != nil {
 		return err
 	}
+	for _, id := range s.only.unmatched() {
+		// An object id no directory answered: not found.
+		if err := s.handName(ctx, stemName{name: id}, jobs, queue); err != nil {
+			return err
+		}
+	}
 	slices.Sort(s.leaseOnly)
 	// Even a root with no name is judged at a time (Plan.Now).
 	return s.readClock(ctx)
 }
 
-// hand turns a released name into a job: described in place when it has
-// nothing to read, else queued for the pool.
+// hand turns a released stem into a job for each name it stands for
+// (scan_names.go).
 func (s *scanner) hand(ctx context.Context, p *pendingName, jobs, queue chan<- *scanJob) error {
+	for _, n := range s.only.split(p.name, p.entry, s.catalog) {
+		if err := s.handName(ctx, n, jobs, queue); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handName turns one name into a job: described in place when it has
+// nothing to read, else queued for the pool.
+func (s *scanner) handName(ctx context.Context, p stemName, jobs, queue chan<- *scanJob) error {
 	if err := s.readClock(ctx); err != nil {
 		return err
 	}
@@ -191,7 +230,7 @@ func (s *scanner) hand(ctx context.Context, p *pendingName, jobs, queue chan<- *
 	case !e.any():
 		j.status = TableStatus{Name: p.name, State: StateNotFound}
 		close(j.done)
-	case !e.marker && !e.lease && !e.hold && !e.commit:
+	case !e.marker && !e.lease && !e.hold && !e.commit && !(s.status && e.namespaced):
 		// Data or a link only: nothing to read.
 		j.status, j.err = s.ns.describe(ctx, j.name, &j.entry, s.now)
 		close(j.done)

@@ -17,7 +17,8 @@ import (
 // and across pages (objstore.Store's contract; checked here page by page,
 // and a listing out of order is an error, never a guess). Every key of a
 // name N is N plus one of the layout's suffixes (names.go), each starting
-// with "."; the greatest is lastKey(N) = N+".reaper-purge". Once the
+// with "."; the greatest is lastKey(N) = N+".reaper-retain", or N+"/" for
+// a stem that can be a manifest-layout directory or the catalog. Once the
 // listing has passed lastKey(N), no key of N can follow: N is complete.
 //
 // Name order. Keys sort unlike names when a name is the start of another
@@ -49,11 +50,14 @@ const (
 // before it, so completeness cannot be judged.
 var errListOrder = errors.New("root listing out of key order")
 
-// window collects the root listing's entries by name and releases each
-// name once the listing has passed it.
+// window collects the root listing's entries by stem (a root table's name,
+// or a manifest-layout directory's without "/": scan_names.go) and
+// releases each once the listing has passed it.
 type window struct {
-	order   scanOrder
-	only    map[string]bool // when not nil, entries of other names are dropped
+	order scanOrder
+	// only, when not nil, says which stems are kept; the others' entries
+	// are dropped.
+	only    *nameFilter
 	pending map[string]*pendingName
 	heap    pendingHeap
 	// pos is the greatest key listed so far; started: a key was listed.
@@ -70,14 +74,10 @@ type pendingName struct {
 	key, from string
 }
 
-func newWindow(order scanOrder, only []string) *window {
-	w := &window{order: order, pending: map[string]*pendingName{}}
-	if len(only) > 0 {
-		w.only = make(map[string]bool, len(only))
-		for _, n := range only {
-			w.only[n] = true
-			w.entry(n) // a named table is reported even with no key at all
-		}
+func newWindow(order scanOrder, only *nameFilter) *window {
+	w := &window{order: order, pending: map[string]*pendingName{}, only: only}
+	for _, n := range only.rootStems() {
+		w.entry(n) // a named table is reported even with no key at all
 	}
 	return w
 }
@@ -89,7 +89,7 @@ func (w *window) add(p objstore.Page) error {
 		return err
 	}
 	for _, pre := range p.Prefixes {
-		w.mark(classifyPrefix(pre))
+		w.mark(classifyRootPrefix(pre))
 	}
 	for _, o := range p.Objects {
 		w.mark(classifyObject(o.Key))
@@ -130,7 +130,7 @@ func (w *window) checkOrder(p objstore.Page) (string, error) {
 
 // mark records one classified key of name.
 func (w *window) mark(name string, kind entryKind) {
-	if kind == entryOther || (w.only != nil && !w.only[name]) {
+	if kind == entryOther || !w.only.keeps(name) {
 		return
 	}
 	w.entry(name).entry.set(kind)
@@ -138,7 +138,7 @@ func (w *window) mark(name string, kind entryKind) {
 
 // addEntry records what a complete listing (Listing) says of name.
 func (w *window) addEntry(name string, e rootEntry) {
-	if w.only != nil && !w.only[name] {
+	if !w.only.keeps(name) {
 		return
 	}
 	w.entry(name).entry.merge(e)
@@ -209,6 +209,10 @@ func (e *rootEntry) set(kind entryKind) {
 		e.retain = true
 	case entryNotTable:
 		e.notTable = true
+	case entryNamespaced:
+		e.namespaced = true
+	case entryCatalog:
+		e.catalog = true
 	}
 }
 
@@ -217,11 +221,12 @@ func (e *rootEntry) merge(o rootEntry) {
 	e.data, e.marker, e.lease = e.data || o.data, e.marker || o.marker, e.lease || o.lease
 	e.hold, e.commit, e.notTable = e.hold || o.hold, e.commit || o.commit, e.notTable || o.notTable
 	e.retain = e.retain || o.retain
+	e.namespaced, e.catalog = e.namespaced || o.namespaced, e.catalog || o.catalog
 }
 
 // any reports whether the entry has a key.
 func (e rootEntry) any() bool {
-	return e.data || e.marker || e.lease || e.hold || e.commit || e.notTable || e.retain
+	return e.data || e.marker || e.lease || e.hold || e.commit || e.notTable || e.retain || e.namespaced || e.catalog
 }
 
 // pendingHeap orders pending names by key.

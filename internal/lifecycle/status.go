@@ -40,6 +40,13 @@ const (
 	// is never purged while so; the rest of the root is unaffected.
 	StateUnreadable State = "unreadable"
 	StateNotFound   State = "not_found"
+	// StateDeregistered: a table directory holding .lance-deregistered
+	// (LanceDB deregistered the table and keeps its data for
+	// re-registration): reported, never cleaned.
+	StateDeregistered State = "deregistered"
+	// StateCatalog: __manifest/, the namespace catalog LanceDB keeps as a
+	// Lance table: reported, never read, planned or deleted from.
+	StateCatalog State = "namespace_catalog"
 )
 
 // TableStatus is one name of a root with its state.
@@ -95,6 +102,9 @@ func (s TableStatus) Due(now time.Time) bool {
 // table dirs may arrive on different pages.
 type rootEntry struct {
 	data, marker, lease, hold, commit, notTable, retain bool
+	// namespaced: a manifest-layout directory <stem>/ (clash: beside a
+	// root table of the same stem, scan_names.go); catalog: __manifest/.
+	namespaced, clash, catalog bool
 }
 
 // List returns every name of the root with its state, sorted by name, from
@@ -103,13 +113,13 @@ type rootEntry struct {
 // due table: a table written after its drop has Problem set
 // (written_after_drop.go).
 func (ns *Namespace) List(ctx context.Context) ([]TableStatus, error) {
-	return ns.collect(ctx, nil, true)
+	return ns.collect(ctx, nil, scanStatus)
 }
 
 // Status returns the state of each named table, not_found for unknown names.
 // It costs the same listing as List.
 func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus, error) {
-	return ns.collect(ctx, names, true)
+	return ns.collect(ctx, names, scanStatus)
 }
 
 // EachStatus is Status (List without names) without the slice: fn receives
@@ -121,16 +131,16 @@ func (ns *Namespace) Status(ctx context.Context, names ...string) ([]TableStatus
 // the failure. Due tables are checked for writes after their drop, as
 // List does.
 func (ns *Namespace) EachStatus(ctx context.Context, names []string, fn func(s TableStatus, now time.Time) error) error {
-	_, err := ns.scan(ctx, nil, names, nameOrder, true, fn)
+	_, err := ns.scan(ctx, nil, names, nameOrder, scanStatus, fn)
 	return err
 }
 
-// collect is EachStatus into a slice; checkWrites false leaves out the
-// written-after-drop check (a retention plan, which leaves soft-deleted
-// tables alone).
-func (ns *Namespace) collect(ctx context.Context, names []string, checkWrites bool) ([]TableStatus, error) {
+// collect is EachStatus into a slice; a scanPlan mode leaves out what
+// only status shows (a retention plan, which leaves soft-deleted tables
+// alone and reads each table itself).
+func (ns *Namespace) collect(ctx context.Context, names []string, mode scanMode) ([]TableStatus, error) {
 	var out []TableStatus
-	_, err := ns.scan(ctx, nil, names, nameOrder, checkWrites, func(s TableStatus, _ time.Time) error {
+	_, err := ns.scan(ctx, nil, names, nameOrder, mode, func(s TableStatus, _ time.Time) error {
 		out = append(out, s)
 		return nil
 	})
@@ -150,6 +160,16 @@ func dataState(hasData bool) State {
 // describe turns one root entry into a status, reading the marker, the
 // lease, the hold and the commit it has; now is the store's clock.
 func (ns *Namespace) describe(ctx context.Context, name string, e *rootEntry, now time.Time) (TableStatus, error) {
+	switch {
+	case e.catalog:
+		return TableStatus{Name: name, State: StateCatalog, HasData: true, Problem: catalogNote}, nil
+	case e.clash:
+		return TableStatus{Name: name, State: StateNotATable, HasData: true, Problem: clashProblem(name)}, nil
+	case e.namespaced:
+		// Its directory is listed; a status reads what it holds
+		// (probeNamespaced), a plan leaves that to the retention read.
+		e.data = true
+	}
 	s, err := ns.describeEntry(ctx, name, e, now)
 	if err == nil && s.FutureDated {
 		// now may be the clock of a scan that started before this marker

@@ -2,9 +2,11 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/lance-reaper/reaper/internal/lance"
 	"github.com/lance-reaper/reaper/internal/retention"
 )
 
@@ -54,7 +56,9 @@ type statusRow struct {
 
 // EachStatusRetention is EachStatus with the summary of policy p's plan
 // for each live table (nil for any other name), judged at the store's
-// time the status was. It reads every manifest of every live table: a
+// time the status was, and a row for the namespace catalog (__manifest/,
+// StateCatalog) when the root has one, with its versions: it grows with
+// every namespace operation and reaper never removes any. It reads every manifest of every live table: a
 // listing of each table and a read per version, far more than a status.
 // An error from fn stops it and is returned.
 func (ns *Namespace) EachStatusRetention(ctx context.Context, names []string, p retention.Policy, fn func(s TableStatus, sum *RetentionSummary, now time.Time) error) error {
@@ -69,9 +73,10 @@ func (ns *Namespace) EachStatusRetention(ctx context.Context, names []string, p 
 	var scanErr error
 	wg.Go(func() {
 		defer close(rows)
-		scanErr = ns.EachStatus(ctx, names, func(s TableStatus, now time.Time) error {
+		_, scanErr = ns.scan(ctx, nil, names, nameOrder, scanStatusCatalog, func(s TableStatus, now time.Time) error {
 			row := &statusRow{status: s, now: now, done: make(chan struct{})}
-			if notRetainable(s) != "" {
+			catalog := s.State == StateCatalog
+			if notRetainable(s) != "" && !catalog {
 				close(row.done)
 			} else {
 				select {
@@ -81,7 +86,11 @@ func (ns *Namespace) EachStatusRetention(ctx context.Context, names []string, p 
 				}
 				wg.Go(func() {
 					defer func() { <-readers }()
-					row.sum = summarize(ns.planTable(ctx, s.Name, p, now, s.RetainRecord))
+					if catalog {
+						row.sum = ns.catalogSummary(ctx)
+					} else {
+						row.sum = summarize(ns.planTable(ctx, s.Name, p, now, s.RetainRecord))
+					}
 					close(row.done)
 				})
 			}
@@ -113,4 +122,23 @@ func (ns *Namespace) EachStatusRetention(ctx context.Context, names []string, p 
 		return first
 	}
 	return scanErr
+}
+
+// catalogSummary is the catalog's row of a status with versions: how many
+// versions __manifest has (it grows with every namespace operation, and
+// reaper never removes any), from one listing of its _versions/; never a
+// plan.
+func (ns *Namespace) catalogSummary(ctx context.Context) *RetentionSummary {
+	sum := &RetentionSummary{Result: RetentionUnsupported, Reason: catalogNote}
+	listed, err := lance.ListVersions(ctx, ns.store, CatalogDir+"/")
+	if err != nil {
+		sum.Result, sum.Reason = RetentionFailed, err.Error()
+		return sum
+	}
+	for _, o := range listed {
+		if _, ok := lance.ManifestVersion(strings.TrimPrefix(o.Key, lance.VersionsDir)); ok {
+			sum.Versions++
+		}
+	}
+	return sum
 }

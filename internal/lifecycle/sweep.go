@@ -61,7 +61,7 @@ func (ns *Namespace) SweepStaleLeases(ctx context.Context, names []string) ([]st
 		case err == nil:
 			swept = append(swept, key)
 			ns.log.InfoContext(ctx, "removed a lease left by a process that died after finishing its table",
-				"table", name, "owner", info.Owner, "last_written", obj.LastModified)
+				"table", DisplayName(name), "owner", info.Owner, "last_written", obj.LastModified)
 		case errors.Is(err, objstore.ErrPrecondition), errors.Is(err, objstore.ErrNotFound):
 			// taken over or released meanwhile
 		default:

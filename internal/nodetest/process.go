@@ -34,8 +34,21 @@ type Process struct {
 // for it (killing it after 30 s).
 func Start(t testing.TB, node, script string) *Process {
 	t.Helper()
+	return StartEnv(t, node, script)
+}
+
+// StartEnv is Start with env ("KEY=value") added to the test's
+// environment: the LanceDB client opens a namespaced table (and a shallow
+// clone's source) without the connection's storage options, so a test on
+// an S3 endpoint gives them through the environment too, and a parallel
+// test cannot set its own (t.Setenv).
+func StartEnv(t testing.TB, node, script string, env ...string) *Process {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, node, script)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	p := &Process{name: filepath.Base(script), stderr: &lockedBuffer{}}
 	cmd.Stderr = p.stderr
 	in, err := cmd.StdinPipe()

@@ -40,8 +40,9 @@ const maxCarriedNames = 100_000
 //
 // A pattern is expanded by opening its parent (the URI without the trailing
 // "*/"), listing one level, and keeping each child that holds, on the first
-// page of its own listing, a "<name>.lance/" prefix or a "<name>.deleted"
-// object. A kept child carries its whole listing (Root.Listing), so the
+// page of its own listing, a table directory ("<name>.lance/", or a
+// namespaced table's "<8 hex>_<object id>/"), the namespace catalog
+// "__manifest/" or a "<name>.deleted" object. A kept child carries its whole listing (Root.Listing), so the
 // pass does not list it again: Expand is called once per pass. The
 // listings carried hold maxCarriedNames names at most in all; a child
 // found past that carries none.
@@ -134,7 +135,8 @@ func discover(ctx context.Context, p config.Root, open OpenFunc, budget *int) ([
 }
 
 // probe reports whether the first listing page under prefix holds a table
-// directory or a soft-delete marker. A child that is not a database costs
+// directory (a root table's, or one of LanceDB's namespaces), the
+// namespace catalog or a soft-delete marker. A child that is not a database costs
 // that one page; for one that is, it reads the remaining pages too and
 // returns the whole listing, which the pass plans from instead of listing
 // the root again (lifecycle.PlanPurgeFrom), unless the child has more than
@@ -147,8 +149,7 @@ func probe(ctx context.Context, st objstore.Store, prefix string, budget int) (b
 	err := st.List(ctx, prefix, func(pg objstore.Page) error {
 		if first {
 			first = false
-			ok = slices.ContainsFunc(pg.Prefixes, func(p string) bool { return strings.HasSuffix(p, lifecycle.TableSuffix+"/") }) ||
-				slices.ContainsFunc(pg.Objects, func(o objstore.Object) bool { return strings.HasSuffix(o.Key, lifecycle.MarkerSuffix) })
+			ok = lifecycle.ShowsDatabase(prefix, pg)
 			if !ok {
 				return errStop // one page is enough
 			}

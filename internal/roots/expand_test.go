@@ -326,3 +326,20 @@ func TestExpandCarriesListingsWithinABudget(t *testing.T) {
 	// name is past the budget's last one); c's first 2 likewise.
 	require.Equal(t, 3+3+2+2, pages, "pages read")
 }
+
+// A tenant whose tables are all in LanceDB namespaces (the manifest
+// layout: a catalog and <8 hex>_<object id>/ directories) is a database
+// root; a namespaced table's directory at the parent level is not.
+func TestExpandFindsNamespacedRoots(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "f-namespaced", "76cba2fc_tenant_a$inner", "_versions", "1.manifest"))
+	mkfile(t, filepath.Join(dir, "g-catalog", "__manifest", "_versions", "1.manifest"))
+	mkfile(t, filepath.Join(dir, "0a1b2c3d_ns$t", "_versions", "1.manifest"))
+	mkfile(t, filepath.Join(dir, "h-other", "backup", "x.bin"))
+	cfg := config.Default()
+	cfg.Discover = []config.Root{{URI: dir + "/*/"}}
+	got, err := roots.Expand(t.Context(), cfg, all.Open)
+	require.NoError(t, err)
+	require.Equal(t, []string{"file://" + dir + "/f-namespaced", "file://" + dir + "/g-catalog"}, uris(got))
+}

@@ -165,10 +165,13 @@ func (lp *ledgerPass) decision(d Decision) {
 // ledgerRow is one decision as an audit row.
 func ledgerRow(r *Report, d Decision, version, host string) ledger.Row {
 	row := ledger.Row{
-		PassID: r.PassID, Root: d.Root, Table: d.Table, Action: string(d.Action), Reason: string(d.Reason),
+		PassID: r.PassID, Root: d.Root, Table: lifecycle.DisplayName(d.Table), Action: string(d.Action), Reason: string(d.Reason),
 		DeletedAt: d.Status.DeletedAt, PurgeAfter: d.Status.PurgeAfter,
 		Objects: d.Objects, Bytes: d.Bytes, Started: d.Started, Finished: d.Finished,
 		Version: version, Host: host,
+	}
+	if lifecycle.IsNamespaced(d.Table) {
+		row.Location = d.Table // Table is its object id, which two directories may share
 	}
 	if d.Detail != "" {
 		row.Reason += ": " + d.Detail

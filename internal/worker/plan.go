@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lance-reaper/reaper/internal/lifecycle"
+	"github.com/lance-reaper/reaper/internal/retention"
 	"github.com/lance-reaper/reaper/internal/roots"
 )
 
@@ -30,10 +31,10 @@ type rootPlan struct {
 	notDue     briefList
 	notDueFull []lifecycle.TableStatus
 	leaseOnly  []string
-	// live are the live tables, kept only for version retention
-	// (keepLive): a root without it keeps their count alone.
-	live     []liveTable
-	keepLive bool
+	// live are the live tables retention runs on (rule), kept only for
+	// it: a root without it keeps their count alone.
+	live []liveTable
+	rule retentionRule
 	// retainOnly: a retention pass (RetainOnly) keeps only the live
 	// tables and, when the pass names its tables (named), the named ones
 	// that are not live (unretainable), to report.
@@ -46,8 +47,7 @@ type rootPlan struct {
 // planRoot plans one root. A plan that fails keeps nothing.
 func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root roots.Root) (*rootPlan, error) {
 	def := ns.Options().DefaultTTL
-	_, retain := p.w.retentionFor(root)
-	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, keepLive: retain,
+	rp := &rootPlan{defaultTTL: def, due: &dueList{def: def}, rule: p.w.retentionFor(root),
 		retainOnly: p.w.Kind == RetainOnly, named: len(p.w.Tables) > 0}
 	// The plan is judged by the store's clock; this host's clock takes no
 	// part in whether a table is due. A discovered root is planned from
@@ -71,10 +71,19 @@ func (p *pass) planRoot(ctx context.Context, ns *lifecycle.Namespace, root roots
 }
 
 // liveTable is a live table of a root's plan, kept for version
-// retention: record says the listing showed a retention record beside it.
+// retention with its policy: record says the listing showed a retention
+// record beside it.
 type liveTable struct {
 	name   string
 	record bool
+	policy retention.Policy
+}
+
+// keepLive keeps s for version retention when its retention is on.
+func (rp *rootPlan) keepLive(s lifecycle.TableStatus) {
+	if policy, on := rp.rule.forTable(s.Name); on {
+		rp.live = append(rp.live, liveTable{name: s.Name, record: s.RetainRecord, policy: policy})
+	}
 }
 
 // add keeps one name of the plan and counts it.
@@ -100,9 +109,7 @@ func (rp *rootPlan) add(c lifecycle.PlanClass, s lifecycle.TableStatus) {
 		rp.held = append(rp.held, s)
 		rp.summary.Held++
 	case lifecycle.PlanLive:
-		if rp.keepLive {
-			rp.live = append(rp.live, liveTable{name: s.Name, record: s.RetainRecord})
-		}
+		rp.keepLive(s)
 	case lifecycle.PlanUnpurgeable:
 		rp.unpurgeable = append(rp.unpurgeable, s)
 		if s.State != lifecycle.StateExists {
@@ -119,9 +126,7 @@ func (rp *rootPlan) addRetainOnly(c lifecycle.PlanClass, s lifecycle.TableStatus
 	live := s.Marker == nil && s.State == lifecycle.StateExists
 	switch {
 	case live && (c == lifecycle.PlanLive || c == lifecycle.PlanUnpurgeable):
-		if rp.keepLive {
-			rp.live = append(rp.live, liveTable{name: s.Name, record: s.RetainRecord})
-		}
+		rp.keepLive(s)
 	case rp.named:
 		rp.unretainable = append(rp.unretainable, s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/lance-reaper/reaper/internal/config"
 	"github.com/lance-reaper/reaper/internal/lifecycle"
 	"github.com/lance-reaper/reaper/internal/outcome"
 	"github.com/lance-reaper/reaper/internal/retention"
@@ -55,15 +56,34 @@ const (
 	RetainOnly
 )
 
-// retentionFor is root's retention policy and whether retention runs there:
-// the Worker's Policy on every root when set, else the root's retention
-// section.
-func (w *Worker) retentionFor(root roots.Root) (retention.Policy, bool) {
-	if w.Policy != nil {
-		return *w.Policy, true
+// retentionRule is the version retention of one root's tables: the
+// Worker's Policy on every table when set, else the root's retention
+// section, whose namespace entries may switch it on or off, or change it,
+// for the tables in LanceDB namespaces (config.Retention.ForNamespace).
+type retentionRule struct {
+	policy *retention.Policy
+	cfg    config.Retention
+}
+
+// retentionFor is root's retention rule.
+func (w *Worker) retentionFor(root roots.Root) retentionRule {
+	return retentionRule{policy: w.Policy, cfg: w.Config.RetentionFor(root.Retention)}
+}
+
+// anyOn reports whether retention runs on some table of the root.
+func (r retentionRule) anyOn() bool { return r.policy != nil || r.cfg.AnyEnabled() }
+
+// forTable is table name's policy and whether retention runs on it.
+func (r retentionRule) forTable(name string) (retention.Policy, bool) {
+	if r.policy != nil {
+		return *r.policy, true
 	}
-	r := w.Config.RetentionFor(root.Retention)
-	return r.Policy(), r.Enabled
+	var namespace []string
+	if lifecycle.IsNamespaced(name) {
+		namespace, _ = lifecycle.SplitObjectID(lifecycle.ObjectID(name))
+	}
+	c := r.cfg.ForNamespace(namespace)
+	return c.Policy(), c.Enabled
 }
 
 // retentionFloor is the floor policies are checked against:
@@ -75,12 +95,12 @@ func (w *Worker) retentionFloor() time.Duration {
 	return w.Config.Safety.MinTTL.D()
 }
 
-// retainRoot cleans the root's live tables with policy. paused is
-// readPause's answer: a paused root (by its PAUSE switch, or by the
+// retainRoot cleans the root's live tables, each with its policy. paused
+// is readPause's answer: a paused root (by its PAUSE switch, or by the
 // configuration, which lifecycle's guard cannot see) is cleaned no more
 // than it is purged. A policy below safety.min_ttl at the root's clock
-// cleans nothing there (short_ttl).
-func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, policy retention.Policy, live []liveTable, paused string, log *slog.Logger) {
+// cleans nothing of the tables it is theirs (short_ttl).
+func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, live []liveTable, paused string, log *slog.Logger) {
 	// live is every live table of the root; this replica cleans its share
 	// of them (share.go).
 	mine := ownsLive(rr.share, live)
@@ -89,7 +109,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		return
 	}
 	slices.SortFunc(live, func(a, b liveTable) int { return strings.Compare(a.name, b.name) })
-	hold := func(reason outcome.Reason, detail string) {
+	hold := func(live []liveTable, reason outcome.Reason, detail string) {
 		for _, t := range live {
 			if !rr.share.Owns(t.name) {
 				continue
@@ -101,24 +121,25 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 	}
 	if paused != "" {
 		log.Warn("root paused: no version retention", "why", paused, "tables", mine)
-		hold(outcome.ReasonPaused, paused)
+		hold(live, outcome.ReasonPaused, paused)
 		return
 	}
-	if err := policy.CheckFloor(rr.planNow, p.w.retentionFloor()); err != nil {
-		log.Error("version retention refused on this root: the policy is below safety.min_ttl", "error", err, "tables", mine)
-		hold(outcome.ReasonShortTTL, err.Error()+"; nothing was deleted: pass --allow-short-ttl (safety.allow_short_ttl) to plan it anyway")
+	live = p.aboveFloor(rr, live, hold, log)
+	if len(live) == 0 {
 		return
 	}
-	log = log.With("retention_cutoff", policy.Cutoff(rr.planNow).UTC().Format(time.RFC3339))
-	if policy.Cutoff(rr.planNow).After(rr.planNow) {
-		log.Warn("version retention: the cutoff is in the future by the store's clock: no version is kept for its age", "now", rr.planNow.UTC().Format(time.RFC3339))
+	if all := live[0].policy; !slices.ContainsFunc(live, func(t liveTable) bool { return t.policy != all }) {
+		log = log.With("retention_cutoff", all.Cutoff(rr.planNow).UTC().Format(time.RFC3339))
+		if all.Cutoff(rr.planNow).After(rr.planNow) {
+			log.Warn("version retention: the cutoff is in the future by the store's clock: no version is kept for its age", "now", rr.planNow.UTC().Format(time.RFC3339))
+		}
 	}
 	// Every live table is planned first: a shallow clone's reads of
 	// another table are known only once every table was read
 	// (lifecycle/retain_clones.go). Then each runs (a dry run: reports),
 	// its plan protected. limits.table_concurrency tables at a time in
 	// both, as purges go; each deletes with its own adaptive concurrency.
-	plans, planErrs, visited := p.planLive(ctx, ns, rr, live, policy)
+	plans, planErrs, visited := p.planLive(ctx, ns, rr, live)
 	if visited == len(live) {
 		p.w.memos.keepOnly(rr.Root, live)
 		rr.retentionPlanned = true
@@ -147,7 +168,7 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, unread, policy, log.With("table", t.name)), log)
+			p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, unread, tableLog(log, t, live, rr.planNow)), log)
 		}()
 	}
 	wg.Wait()
@@ -159,6 +180,36 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		log.Warn("retention stopped: live tables not visited; the next pass covers them",
 			"tables", notVisited, "reason", stopReason(ctx, outcome.ReasonShutdown))
 	}
+}
+
+// aboveFloor returns the live tables whose policy is not below
+// safety.min_ttl at the root's clock; the others are decided short_ttl,
+// nothing of them read or deleted.
+func (p *pass) aboveFloor(rr *RootReport, live []liveTable, hold func([]liveTable, outcome.Reason, string), log *slog.Logger) []liveTable {
+	var ok, short []liveTable
+	var floorErr error
+	for _, t := range live {
+		if err := t.policy.CheckFloor(rr.planNow, p.w.retentionFloor()); err != nil {
+			short, floorErr = append(short, t), err
+			continue
+		}
+		ok = append(ok, t)
+	}
+	if len(short) > 0 {
+		log.Error("version retention refused: the policy is below safety.min_ttl", "error", floorErr, "tables", ownsLive(rr.share, short))
+		hold(short, outcome.ReasonShortTTL, floorErr.Error()+"; nothing was deleted: pass --allow-short-ttl (safety.allow_short_ttl) to plan it anyway")
+	}
+	return ok
+}
+
+// tableLog is log for one live table's retention: its name as LanceDB
+// knows it, and its cutoff when the root's tables do not share one.
+func tableLog(log *slog.Logger, t liveTable, live []liveTable, now time.Time) *slog.Logger {
+	log = log.With("table", lifecycle.DisplayName(t.name))
+	if slices.ContainsFunc(live, func(o liveTable) bool { return o.policy != t.policy }) {
+		log = log.With("retention_cutoff", t.policy.Cutoff(now).UTC().Format(time.RFC3339))
+	}
+	return log
 }
 
 // unreadTables names the tables whose plans failed (a read error): what
@@ -200,7 +251,7 @@ const defaultKeptFiles = 1_000_000
 // nothing to do keeps no table, one with something to do keeps it within
 // keptVersions. It returns the plans (and errors) by live's index and how
 // many tables it planned before a shutdown.
-func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, live []liveTable, policy retention.Policy) ([]lifecycle.RetentionPlan, []error, int) {
+func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, live []liveTable) ([]lifecycle.RetentionPlan, []error, int) {
 	plans := make([]lifecycle.RetentionPlan, len(live))
 	errs := make([]error, len(live))
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
@@ -217,7 +268,7 @@ func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			plans[i], errs[i] = ns.PlanTableRetention(ctx, policy, t.name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: t.record,
+			plans[i], errs[i] = ns.PlanTableRetention(ctx, t.policy, t.name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: t.record,
 				Memo: p.w.memos.get(rr.Root, t.name)})
 			p.w.memos.put(rr.Root, t.name, plans[i].Memo)
 			mu.Lock()
@@ -281,10 +332,10 @@ func (p *pass) retained(rr *RootReport, d Retained, log *slog.Logger) {
 // for the root's other tables. A table the plan finds nothing to do in
 // costs its reading: no lease is taken.
 func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, lt liveTable, pl *lifecycle.RetentionPlan, planErr error,
-	protected map[string]*lifecycle.Protected, unread string, policy retention.Policy, log *slog.Logger) (d Retained) {
+	protected map[string]*lifecycle.Protected, unread string, log *slog.Logger) (d Retained) {
 	root, name := rr.Root, lt.name
 	ctx, span := p.tracer.Start(ctx, "reaper.retain_table")
-	span.SetAttributes(attribute.String("reaper.table", name), attribute.String("reaper.root", root))
+	span.SetAttributes(attribute.String("reaper.table", lifecycle.DisplayName(name)), attribute.String("reaper.root", root))
 	defer span.End()
 	d = Retained{Decision: Decision{Table: name, Status: lifecycle.TableStatus{Name: name, State: lifecycle.StateExists, RetainRecord: lt.record}, Started: p.now()}}
 	var planned Backlog
@@ -300,6 +351,11 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 			log.Error("retention failed", "reason", d.Reason, "error", d.Err)
 		}
 	}()
+	if planErr == nil && pl.Shedded {
+		// Shed to bound the root's plans in memory: the same planner, at
+		// the same clock, now.
+		*pl, planErr = ns.PlanTableRetention(ctx, lt.policy, name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: lt.record})
+	}
 	if planErr == nil {
 		pl.Protect(protected[name])
 	}
@@ -310,11 +366,6 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		d.Detail = "version retention: the pass's object budget (limits.max_objects_per_pass) is spent; the next pass cleans it"
 		return d
 	}
-	if planErr == nil && pl.Shedded {
-		// Shed to bound the root's plans in memory: the same planner, at
-		// the same clock, now.
-		*pl, planErr = ns.PlanTableRetention(ctx, policy, name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: lt.record})
-	}
 	if planErr == nil {
 		if p.w.OnRetentionPlan != nil {
 			shown := *pl
@@ -322,7 +373,7 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 			p.w.OnRetentionPlan(root, shown)
 		}
 	}
-	if done := p.judgePlan(ctx, &d, *pl, planErr, policy.DeleteUnverified); done {
+	if done := p.judgePlan(ctx, &d, *pl, planErr, lt.policy.DeleteUnverified); done {
 		return d
 	}
 	if unread != "" && d.Action == outcome.DryRun {
@@ -338,7 +389,7 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		p.budget.spend(d.Objects)
 		return d
 	}
-	p.runPlan(ctx, ns, rr, &d, pl, protected, policy, log)
+	p.runPlan(ctx, ns, rr, &d, pl, protected, lt.policy, log)
 	pl.Forget() // done with: the others' runs may keep theirs
 	p.budget.spend(d.Objects)
 	return d
@@ -476,7 +527,7 @@ func classifyRetain(res lifecycle.RetainResult, err error) (outcome.Action, outc
 // logRetained writes the one line of a table's retention: debug when there
 // was nothing to do (most tables of most passes), error when it failed.
 func logRetained(log *slog.Logger, d Retained) {
-	attrs := []any{"table", d.Table, "action", d.Action, "reason", d.Reason, "versions", d.Versions,
+	attrs := []any{"table", lifecycle.DisplayName(d.Table), "action", d.Action, "reason", d.Reason, "versions", d.Versions,
 		"objects", d.Objects, "bytes", d.Bytes}
 	switch d.Action {
 	case outcome.Failed:

@@ -274,11 +274,10 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 	rr.due, rr.planNow = plan.due, now
 	p.obs.RootPlanned(p.rep, rr, plan.plan(), now)
 	plan.keepShare(rr.share)
-	policy, retainOn := p.w.retentionFor(root)
-	rr.retainOn = retainOn && !p.retainNamed()
+	rr.retainOn = p.w.retentionFor(root).anyOn() && !p.retainNamed()
 	if p.w.Kind == RetainOnly {
 		p.decideUnretainable(rr, plan.unretainable, log)
-		p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)
+		p.retainRoot(ctx, ns, rr, plan.live, paused, log)
 		return rr
 	}
 	p.decidePlanned(rr, plan)
@@ -290,12 +289,12 @@ func (p *pass) root(ctx context.Context, root roots.Root) *RootReport {
 		if rr.Refused == outcome.ReasonPaused {
 			// Its live tables are reported paused; a root the blast radius
 			// refused is not cleaned either, until an operator looks.
-			p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)
+			p.retainRoot(ctx, ns, rr, plan.live, paused, log)
 		}
 		return rr
 	}
 	p.purgeAll(ctx, ns, rr, due, log)
-	p.retainRoot(ctx, ns, rr, policy, plan.live, paused, log)
+	p.retainRoot(ctx, ns, rr, plan.live, paused, log)
 	if !p.rep.DryRun && ctx.Err() == nil && len(plan.leaseOnly) > 0 {
 		// Leases of processes killed after finishing their table, as the
 		// plan's listing saw them: no second listing of the root.
@@ -486,7 +485,7 @@ func logDecision(log *slog.Logger, d Decision) {
 	if !log.Enabled(context.Background(), level) {
 		return // the line's attributes cost a big root's pass most of its garbage
 	}
-	attrs := []any{"root", d.Root, "table", d.Table, "action", d.Action, "reason", d.Reason}
+	attrs := []any{"root", d.Root, "table", lifecycle.DisplayName(d.Table), "action", d.Action, "reason", d.Reason}
 	if d.Detail != "" {
 		attrs = append(attrs, "detail", d.Detail)
 	}

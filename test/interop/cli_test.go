@@ -23,7 +23,14 @@ type cli struct {
 func (c cli) run(t *testing.T, command string, args ...string) (string, int) {
 	t.Helper()
 	argv := append([]string{command, "--root", c.b.uri()}, c.b.cliArgs()...)
-	argv = append(argv, args...)
+	return c.exec(t, append(argv, args...)...)
+}
+
+// exec runs `reaper <argv...>` as run does, with no root added (a
+// configuration file names it).
+func (c cli) exec(t *testing.T, argv ...string) (string, int) {
+	t.Helper()
+	command, args := argv[0], argv[1:]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, argv...)

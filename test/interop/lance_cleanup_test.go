@@ -390,21 +390,40 @@ func lanceCleanupCases() []cleanCase {
 
 func TestLanceCleanupLocal(t *testing.T) {
 	t.Parallel()
-	runLanceCleanup(t, newLocal(t))
+	runLanceCleanup(t, newLocal(t), false)
 }
 
 func TestLanceCleanupS3(t *testing.T) {
 	t.Parallel()
 	requireNode(t) // skip before starting the S3 server when LanceDB is missing
-	runLanceCleanup(t, newS3(t))
+	runLanceCleanup(t, newS3(t), false)
 }
+
+// The cases the S3 run takes, again with the twins in LanceDB namespaces
+// (the manifest layout: <8 hex>_<object id>/ directories): the lance twin
+// in tenant_a/sub, the reaper twin in tenant_b, each cleaned as a root
+// table is, file for file.
+func TestLanceCleanupNamespacedLocal(t *testing.T) {
+	t.Parallel()
+	runLanceCleanup(t, newLocal(t), true)
+}
+
+func TestLanceCleanupNamespacedS3(t *testing.T) {
+	t.Parallel()
+	requireNode(t)
+	runLanceCleanup(t, newS3(t), true)
+}
+
+// twinNamespaces are the namespaces of the lance and the reaper twin of a
+// namespaced run.
+var twinNamespaces = [2][]string{{"tenant_a", "sub"}, {"tenant_b"}}
 
 // cleanupDrivers is how many js/retention.mjs servers the cases of one
 // root share (each runs one request at a time; Node with LanceDB is about
 // 150 MB).
 const cleanupDrivers = 2
 
-func runLanceCleanup(t *testing.T, b backend) {
+func runLanceCleanup(t *testing.T, b backend, namespaced bool) {
 	node := requireNode(t)
 	ctx := context.Background()
 	store, err := stack.Open(ctx, b.uri(), b.lanceOptions(), stack.Options{})
@@ -412,18 +431,22 @@ func runLanceCleanup(t *testing.T, b backend) {
 	_, local := b.(*localBackend)
 	c := &cli{bin: reaperBin(t), b: b}
 	drivers := make(chan *retentionDriver, cleanupDrivers)
+	var env []string
+	if namespaced {
+		env = nodeEnv(b) // the client opens namespaced tables without the storage options
+	}
 	for range cleanupDrivers {
-		drivers <- startRetentionDriver(t, node, b)
+		drivers <- startRetentionDriver(t, node, b, env...)
 	}
 	for _, cc := range lanceCleanupCases() {
-		if (cc.local && !local) || (!local && !cc.s3) {
+		if (cc.local && !local) || ((!local || namespaced) && !cc.s3) {
 			continue
 		}
 		t.Run(cc.name, func(t *testing.T) {
 			t.Parallel()
 			d := <-drivers
 			defer func() { drivers <- d }()
-			runCleanCase(t, ctx, store, d, c, b, cc)
+			runCleanCase(t, ctx, store, d, c, b, cc, namespaced)
 		})
 	}
 }
@@ -431,6 +454,10 @@ func runLanceCleanup(t *testing.T, b backend) {
 // twin is one of a case's two tables.
 type twin struct {
 	name string
+	// namespace is its LanceDB namespace (none: a root table), and location
+	// its directory there, found once the client created it.
+	namespace []string
+	location  string
 	// lance: the client cleans it; else reaper does.
 	lance   bool
 	b       backend
@@ -442,7 +469,36 @@ type twin struct {
 	rows     map[uint64]int64
 }
 
-func (w *twin) dir() string { return w.name + ".lance/" }
+func (w *twin) dir() string {
+	if w.location != "" {
+		return w.location
+	}
+	return w.name + ".lance/"
+}
+
+// id is the name reaper and LanceDB know the twin by: its object id in a
+// namespace.
+func (w *twin) id() string { return strings.Join(append(slices.Clone(w.namespace), w.name), "$") }
+
+// spec is the twin as the driver names it.
+func (w *twin) spec() map[string]any {
+	return map[string]any{"name": w.name, "namespace": w.namespace}
+}
+
+// locate finds a namespaced twin's directory, <8 hex>_<object id>/, in
+// the root (once, after the client created it).
+func (w *twin) locate(t *testing.T) {
+	if len(w.namespace) == 0 || w.location != "" {
+		return
+	}
+	for _, e := range w.b.rootEntries(t) {
+		if strings.HasSuffix(e, "_"+w.id()+"/") {
+			require.Empty(t, w.location, "%s: two directories", w.role())
+			w.location = e
+		}
+	}
+	require.NotEmpty(t, w.location, "%s: no directory in the root", w.role())
+}
 
 func (w *twin) role() string {
 	if w.lance {
@@ -460,7 +516,7 @@ func (w *twin) get(t *testing.T, rel string) []byte { return w.b.get(t, w.dir()+
 
 // path is rel's local path (cases marked local).
 func (w *twin) path(rel string) string {
-	return filepath.Join(w.b.(*localBackend).dir, w.name+".lance", filepath.FromSlash(rel))
+	return filepath.Join(w.b.(*localBackend).dir, filepath.FromSlash(strings.TrimSuffix(w.dir(), "/")), filepath.FromSlash(rel))
 }
 
 func (w *twin) mkdir(t *testing.T, rel string) { require.NoError(t, os.MkdirAll(w.path(rel), 0o755)) }
@@ -522,14 +578,17 @@ func uuidName(i int) string { return fmt.Sprintf("c1ea0000-0000-4000-8000-%012d"
 // orphanData is the name of a data file a failed append leaves.
 const orphanData = "data/1111000011110000111100000123456789abcdef0123456789.lance"
 
-func runCleanCase(t *testing.T, ctx context.Context, store objstore.Store, d *retentionDriver, c *cli, b backend, cc cleanCase) {
+func runCleanCase(t *testing.T, ctx context.Context, store objstore.Store, d *retentionDriver, c *cli, b backend, cc cleanCase, namespaced bool) {
 	kind := cc.kind
 	if kind == "" {
 		kind = "plain"
 	}
 	tw := []*twin{{name: cc.name + "_l", lance: true}, {name: cc.name + "_r"}}
-	for _, w := range tw {
+	for i, w := range tw {
 		w.b, w.store, w.rows = b, store, map[uint64]int64{}
+		if namespaced {
+			w.namespace = twinNamespaces[i]
+		}
 	}
 	for i, st := range cc.steps {
 		label := fmt.Sprintf("%s step %d", cc.name, i)
@@ -537,12 +596,16 @@ func runCleanCase(t *testing.T, ctx context.Context, store objstore.Store, d *re
 		case st.ops != nil:
 			specs := make([]map[string]any, len(tw))
 			for j, w := range tw {
-				specs[j] = map[string]any{"name": w.name, "kind": kind, "ops": st.ops}
+				specs[j] = w.spec()
+				specs[j]["kind"], specs[j]["ops"] = kind, st.ops
 			}
 			var out struct {
 				Tables []builtTable `json:"tables"`
 			}
 			d.call(t, "ops", specs, &out)
+			for _, w := range tw {
+				w.locate(t)
+			}
 		case st.files != nil:
 			for _, w := range tw {
 				st.files(t, w)
@@ -563,9 +626,9 @@ func runCleanCase(t *testing.T, ctx context.Context, store objstore.Store, d *re
 // stabilizeTwins lets the client compact until it has nothing left to do
 // and records the versions and their rows.
 func stabilizeTwins(t *testing.T, d *retentionDriver, tw []*twin) {
-	specs := make([]map[string]string, len(tw))
+	specs := make([]map[string]any, len(tw))
 	for i, w := range tw {
-		specs[i] = map[string]string{"name": w.name}
+		specs[i] = w.spec()
 	}
 	var out struct {
 		Tables []builtTable `json:"tables"`
@@ -654,19 +717,19 @@ func cleanTwins(t *testing.T, ctx context.Context, store objstore.Store, d *rete
 	if cs.du {
 		args = append(args, "--delete-unverified")
 	}
-	dry := retainCLI(t, c, append(append([]string{"--dry-run"}, args...), rw.name), rw.name, "planned", "nothing_to_do")
+	dry := retainCLI(t, c, append(append([]string{"--dry-run"}, args...), rw.id()), rw.id(), "planned", "nothing_to_do")
 	listed := prefixed(rw.dir(), planKeys(rp))
 	require.Equal(t, listed, dry, "%s: reaper retain --dry-run lists the plan", label)
 	afterDry, err := listTable(ctx, store, rw.dir())
 	require.NoError(t, err)
 	require.Equal(t, keysOf(before[1]), keysOf(afterDry), "%s: the dry run changed the table", label)
-	retainCLI(t, c, append(args, rw.name), rw.name, "cleaned", "nothing_to_do")
+	retainCLI(t, c, append(args, rw.id()), rw.id(), "cleaned", "nothing_to_do")
 	afterRun, err := listTable(ctx, store, rw.dir())
 	require.NoError(t, err)
 	require.Equal(t, planKeys(rp), deletedKeys(before[1], afterRun), "%s: reaper retain deleted what its dry run listed, file for file", label)
 
 	// The lance twin: the client's own cleanup at the cutoff.
-	res := d.cleanup(t, []cleanupSpec{{Name: lw.name, CutoffMs: clientCutoff(lw.versions, cutoffs[0], cs.keep).UnixMilli(), DeleteUnverified: cs.du}})[0]
+	res := d.cleanup(t, []cleanupSpec{{Name: lw.name, Namespace: lw.namespace, CutoffMs: clientCutoff(lw.versions, cutoffs[0], cs.keep).UnixMilli(), DeleteUnverified: cs.du}})[0]
 	afterLance, err := listTable(ctx, store, lw.dir())
 	require.NoError(t, err)
 	if res.Refused != "" {
@@ -867,11 +930,11 @@ func requireTaggedKept(t *testing.T, tb *lance.Table, plan retention.Plan, label
 // verifyTwins: LanceDB opens every version of both twins with the rows it
 // had, and every branch, alike on both.
 func verifyTwins(t *testing.T, d *retentionDriver, tw []*twin) {
-	names := make([]string, len(tw))
+	specs := make([]map[string]any, len(tw))
 	for i, w := range tw {
-		names[i] = w.name
+		specs[i] = w.spec()
 	}
-	vts := d.verify(t, names)
+	vts := d.verifySpecs(t, specs)
 	for i, vt := range vts {
 		w := tw[i]
 		for _, v := range vt.Versions {

@@ -13,7 +13,7 @@ import (
 
 // ledgerColumns are docs/FORMAT.md's audit-ledger columns, in order.
 var ledgerColumns = []string{"pass_id", "root", "table", "action", "reason", "deleted_at", "ttl_ms", "purge_after",
-	"objects", "bytes", "started", "finished", "error", "reaper_version", "host", "recovered_by"}
+	"objects", "bytes", "started", "finished", "error", "reaper_version", "host", "recovered_by", "location"}
 
 // TestLedgerReadByHyparquet: a pass's audit ledger, read by hyparquet (an
 // independent Parquet reader, npm), has docs/FORMAT.md's columns and

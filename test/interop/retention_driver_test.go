@@ -15,9 +15,9 @@ type retentionDriver struct {
 	opts map[string]string
 }
 
-func startRetentionDriver(t *testing.T, node string, b backend) *retentionDriver {
+func startRetentionDriver(t *testing.T, node string, b backend, env ...string) *retentionDriver {
 	t.Helper()
-	return &retentionDriver{p: nodetest.Start(t, node, jsScript(t, "retention.mjs")), uri: b.uri(), opts: b.lanceOptions()}
+	return &retentionDriver{p: nodetest.StartEnv(t, node, jsScript(t, "retention.mjs"), env...), uri: b.uri(), opts: b.lanceOptions()}
 }
 
 // call sends one request and decodes its answer into out.
@@ -44,9 +44,11 @@ type builtVersion struct {
 }
 
 type cleanupSpec struct {
-	Name             string `json:"name"`
-	CutoffMs         int64  `json:"cutoff_ms"`
-	DeleteUnverified bool   `json:"delete_unverified"`
+	Name string `json:"name"`
+	// Namespace is the table's LanceDB namespace (none: a root table).
+	Namespace        []string `json:"namespace,omitempty"`
+	CutoffMs         int64    `json:"cutoff_ms"`
+	DeleteUnverified bool     `json:"delete_unverified"`
 }
 
 type cleanupResult struct {
@@ -91,10 +93,15 @@ func (d *retentionDriver) cleanup(t *testing.T, specs []cleanupSpec) []cleanupRe
 }
 
 func (d *retentionDriver) verify(t *testing.T, names []string) []verifiedTable {
-	specs := make([]map[string]string, len(names))
+	specs := make([]map[string]any, len(names))
 	for i, n := range names {
-		specs[i] = map[string]string{"name": n}
+		specs[i] = map[string]any{"name": n}
 	}
+	return d.verifySpecs(t, specs)
+}
+
+// verifySpecs is verify of tables given as specs ({"name", "namespace"}).
+func (d *retentionDriver) verifySpecs(t *testing.T, specs []map[string]any) []verifiedTable {
 	var out struct {
 		Tables []verifiedTable `json:"tables"`
 	}

@@ -9,7 +9,8 @@
 // a second, and the oracle needs a round trip per cleanup step.
 //
 // Requests (every table of a request is worked on concurrently; each
-// table's own operations run one after another):
+// table's own operations run one after another; a table spec may name its
+// LanceDB namespace, "namespace": ["tenant_a", "sub"], made on create):
 //   {"cmd": "build", "tables": [{"name", "kind", "ops": [<op>...]}]}
 //     writes each history, each version at least GAP_MS after the previous
 //     one, then calls optimize({cleanupOlderThan: new Date(0)}) until a call
@@ -60,6 +61,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { createIn, openIn } from "./ns.mjs";
 import { command, serve } from "./serve.mjs";
 import { indexConfig, rows, schemaFor } from "./tables.mjs";
 
@@ -116,7 +118,7 @@ async function addedColumn(t) {
 async function apply(db, spec, t, op) {
   switch (op.op) {
     case "create":
-      return await db.createTable(spec.name, rows(spec.kind, op.from, op.to), { schema: schemaFor(spec.kind), mode: "create" });
+      return await createIn(db, spec.name, rows(spec.kind, op.from, op.to), spec.namespace, { schema: schemaFor(spec.kind), mode: "create" });
     case "add":
       await t.add(await data(t, spec.kind, op.from, op.to));
       return t;
@@ -221,7 +223,7 @@ async function build(db, spec) {
 // ops applies spec.ops in order, GAP_MS apart, to a new table (the first
 // op is create) or to the table spec.name.
 async function ops(db, spec) {
-  let t = spec.ops[0]?.op === "create" ? null : await db.openTable(spec.name);
+  let t = spec.ops[0]?.op === "create" ? null : await openIn(db, spec.name, spec.namespace);
   for (const [i, op] of spec.ops.entries()) {
     try {
       t = await apply(db, spec, t, op);
@@ -230,14 +232,14 @@ async function ops(db, spec) {
     }
     await sleep(GAP_MS);
   }
-  return { name: spec.name, versions: await versionsOf(t ?? (await db.openTable(spec.name))) };
+  return { name: spec.name, versions: await versionsOf(t ?? (await openIn(db, spec.name, spec.namespace))) };
 }
 
 // stabilize calls optimize({cleanupOlderThan: new Date(0)}) until a call
 // makes no new version: the client's cleanup compacts first, so a table is
 // planned once compaction has nothing left to do.
 async function stabilize(db, spec) {
-  const t = await db.openTable(spec.name);
+  const t = await openIn(db, spec.name, spec.namespace);
   let calls = 0;
   for (;;) {
     const before = (await t.listVersions()).length;
@@ -256,7 +258,7 @@ async function stabilize(db, spec) {
 }
 
 async function cleanup(db, spec) {
-  const t = await db.openTable(spec.name);
+  const t = await openIn(db, spec.name, spec.namespace);
   const before = (await t.listVersions()).length;
   let refused = "";
   let stats = null;
@@ -265,7 +267,7 @@ async function cleanup(db, spec) {
   } catch (e) {
     refused = String(e?.message ?? e);
   }
-  const after = (await (await db.openTable(spec.name)).listVersions()).length;
+  const after = (await (await openIn(db, spec.name, spec.namespace)).listVersions()).length;
   return {
     name: spec.name,
     versions_before: before,
@@ -277,7 +279,7 @@ async function cleanup(db, spec) {
 }
 
 async function verify(db, spec) {
-  const t = await db.openTable(spec.name);
+  const t = await openIn(db, spec.name, spec.namespace);
   const out = [];
   for (const v of await versionsOf(t)) {
     try {
