@@ -99,10 +99,19 @@ func TestExportsPassRealConsumers(t *testing.T) {
 	require.NotContains(t, logs, "level=error")
 
 	// The daemon's scrape, as Prometheus reads it.
+	body, _ := daemonFirstScrape(t, "--root", db)
+	checkMetrics(t, "the daemon's /metrics", body)
+}
+
+// daemonFirstScrape runs `reaper run` with args and a free listen address
+// until its first pass succeeded, and returns its /metrics then and its
+// logs.
+func daemonFirstScrape(t *testing.T, args ...string) (body, logs string) {
+	t.Helper()
 	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, reaperBin(t), "run", "--root", db, "--set", "listen="+addr)
+	cmd := exec.CommandContext(ctx, reaperBin(t), append(append([]string{"run"}, args...), "--set", "listen="+addr)...)
 	cmd.Env = baseEnv(t)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
@@ -111,17 +120,13 @@ func TestExportsPassRealConsumers(t *testing.T) {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	defer func() { _ = cmd.Process.Kill(); <-exited }()
 	waitHTTP(t, "http://"+addr+"/metrics", 10*time.Second, exited)
-	deadline := time.Now().Add(15 * time.Second)
-	var body string
-	for time.Now().Before(deadline) {
-		body = httpGet(t, "http://"+addr+"/metrics")
-		if strings.Contains(body, `reaper_passes_total{result="success"} 1`) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if body = httpGet(t, "http://"+addr+"/metrics"); strings.Contains(body, `reaper_passes_total{result="success"} 1`) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	require.Contains(t, body, `reaper_passes_total{result="success"} 1`, "daemon logs:\n%s", stderr.String())
-	checkMetrics(t, "the daemon's /metrics", body)
+	return body, stderr.String()
 }
 
 // TestTextfileReadByNodeExporter: node_exporter's textfile collector, the

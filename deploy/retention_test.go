@@ -1,10 +1,8 @@
 package deploy
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -85,25 +83,7 @@ roots:
 	require.Zero(t, seriesOf(t, dry, "reaper_retention_versions_removed_total", map[string]string{"root": rootA}), "a dry run removes nothing")
 
 	// The daemon, scraped as Prometheus scrapes it.
-	addr := freeAddr(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, reaperBin(t), "run", "--config", cfg, "--set", "listen="+addr)
-	cmd.Env = baseEnv(t)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
-	waitHTTP(t, "http://"+addr+"/metrics", 10*time.Second, exited)
-	var body string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if body = httpGet(t, "http://"+addr+"/metrics"); strings.Contains(body, `reaper_passes_total{result="success"} 1`) {
-			break
-		}
-	}
-	require.Contains(t, body, `reaper_passes_total{result="success"} 1`, "daemon logs:\n%s", stderr.String())
+	body, logs := daemonFirstScrape(t, "--config", cfg)
 	checkMetrics(t, "the daemon's /metrics", body)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
@@ -116,7 +96,6 @@ roots:
 	require.Equal(t, 2.0, seriesOf(t, e, "reaper_retention_tables_total", map[string]string{"root": rootB, "result": "nothing_to_do"}))
 	require.Zero(t, seriesOf(t, e, "reaper_retention_reclaimable_bytes", map[string]string{"root": rootA}), "what old versions cost in a, after")
 
-	logs := stderr.String()
 	require.Regexp(t, regexp.MustCompile(`msg="pass finished" pass_id=\S+ result=success purged=0 objects=0 bytes=0 skipped=\d+ failed=0 tables_cleaned=2 versions_removed=3 retention_objects=\d+ retention_bytes=`+
 		fmt.Sprint(int64(costA))+` retention_failed=0 `), logs)
 	require.Regexp(t, regexp.MustCompile(`msg="root finished" pass_id=\S+ root=`+regexp.QuoteMeta(rootA)+` purged=0 objects=0 bytes=0 skipped=\d+ failed=0 tables_cleaned=2 versions_removed=3 .* reclaimable_versions=0 reclaimable_bytes=0 `), logs)

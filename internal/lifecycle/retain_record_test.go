@@ -87,11 +87,7 @@ func TestRetainRecordOfADroppedAndRecreatedTable(t *testing.T) {
 		p := fixturePolicy(t, s, "t")
 		killRetain(t, s, c, p, 1) // the record is written, nothing deleted
 		// LanceDB's drop_table, then create_table: the same keys again.
-		for k := range snapshot(t, s) {
-			if strings.HasPrefix(k, TableDir("t")) {
-				require.NoError(t, s.Delete(ctx, k))
-			}
-		}
+		dropTable(t, s, "t")
 		c.Advance(time.Minute)
 		putLanceFixture(t, s, "t")
 		before := snapshot(t, s)
@@ -124,11 +120,7 @@ func TestRetainPlanOfADroppedAndRecreatedTable(t *testing.T) {
 		plan, err := p.ns.PlanTableRetention(ctx, policy, "t", TablePlanOptions{Now: mustNow(t, w.store)})
 		require.NoError(t, err)
 		require.Equal(t, []uint64{1, 3, 4}, plan.Plan.Removed)
-		for k := range snapshot(t, w.store) {
-			if strings.HasPrefix(k, TableDir("t")) {
-				require.NoError(t, w.store.Delete(ctx, k))
-			}
-		}
+		dropTable(t, w.store, "t")
 		w.advance(time.Minute)
 		putLanceFixture(t, w.store, "t")
 		before := snapshot(t, w.store)
@@ -173,18 +165,13 @@ func renameManifests(t *testing.T, s objstore.Store, name string, scheme lance.S
 // version LanceDB lists still reads. (Before, their data files went.)
 func TestRetainKeepsTheFilesOfVersionsStillListed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
-		ctx := context.Background()
 		w := newWorld(t, s)
 		p := w.proc("retainer", 0)
 		putLanceFixture(t, w.store, "t")
 		policy := fixturePolicy(t, w.store, "t")
 		// Frozen before its first delete batch, its plan narrowed already.
 		frozen := p.pause.PauseBefore(objstoretest.OpDeleteBatch, TableDir("t"), 0)
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.ns.Retain(ctx, "t", RetainOptions{Policy: policy})
-			done <- err
-		}()
+		done := retainInBackground(p.ns, "t", RetainOptions{Policy: policy})
 		<-frozen.Reached()
 		renameManifests(t, w.store, "t", lance.SchemeV1)
 		frozen.Release()
@@ -328,7 +315,6 @@ func TestIdleMemoNeverHidesWork(t *testing.T) {
 // spin model: model/retain.pml, RECREATE_MIDRUN.)
 func TestRetainManifestBatchSeesATableCreatedAgain(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s objstore.Store) {
-		ctx := context.Background()
 		w := newWorld(t, s)
 		p := w.proc("retainer", 0)
 		putLanceFixture(t, w.store, "t")
@@ -336,17 +322,9 @@ func TestRetainManifestBatchSeesATableCreatedAgain(t *testing.T) {
 		// The tags are walked by the plan's read, the recheck before the
 		// manifests, then the batch's own check: frozen at the third.
 		frozen := p.pause.PauseBefore(objstoretest.OpWalk, TableDir("t")+"_refs/tags/", 2)
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.ns.Retain(ctx, "t", RetainOptions{Policy: policy, ProtectedRead: true})
-			done <- err
-		}()
+		done := retainInBackground(p.ns, "t", RetainOptions{Policy: policy, ProtectedRead: true})
 		<-frozen.Reached()
-		for k := range snapshot(t, w.store) {
-			if strings.HasPrefix(k, TableDir("t")) {
-				require.NoError(t, w.store.Delete(ctx, k))
-			}
-		}
+		dropTable(t, w.store, "t")
 		w.advance(time.Second)
 		putLanceFixture(t, w.store, "t")
 		before := snapshot(t, w.store)
@@ -360,4 +338,26 @@ func TestRetainManifestBatchSeesATableCreatedAgain(t *testing.T) {
 		}
 		require.Len(t, requireReadable(t, w.store, "t").Versions, 6)
 	})
+}
+
+// dropTable deletes every object of a table's directory, as LanceDB's
+// drop_table does (no marker).
+func dropTable(t *testing.T, s objstore.Store, name string) {
+	t.Helper()
+	for k := range snapshot(t, s) {
+		if strings.HasPrefix(k, TableDir(name)) {
+			require.NoError(t, s.Delete(context.Background(), k))
+		}
+	}
+}
+
+// retainInBackground runs a retention of name on ns and hands its error
+// to the channel it returns: a test freezes it at a pause point meanwhile.
+func retainInBackground(ns *Namespace, name string, opts RetainOptions) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := ns.Retain(context.Background(), name, opts)
+		done <- err
+	}()
+	return done
 }

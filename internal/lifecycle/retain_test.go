@@ -223,11 +223,7 @@ func TestRetainKeepsAVersionTaggedAfterThePlan(t *testing.T) {
 		// Frozen at its second walk of _versions/: the plan is made and
 		// recorded, nothing is deleted yet.
 		frozen := p.pause.PauseBefore(objstoretest.OpWalk, TableDir("t")+lance.VersionsDir, 1)
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.ns.Retain(ctx, "t", RetainOptions{Policy: policy})
-			done <- err
-		}()
+		done := retainInBackground(p.ns, "t", RetainOptions{Policy: policy})
 		<-frozen.Reached()
 		_, err = w.store.Put(ctx, TableDir("t")+"_refs/tags/late.json", []byte(`{"branch":null,"version":3,"manifestSize":100}`))
 		require.NoError(t, err)
@@ -249,11 +245,7 @@ func TestRetainStopsAtAHold(t *testing.T) {
 		putLanceFixture(t, w.store, "t")
 		policy := fixturePolicy(t, w.store, "t")
 		frozen := p.pause.PauseBefore(objstoretest.OpDeleteBatch, TableDir("t"), 1)
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.ns.Retain(ctx, "t", RetainOptions{Policy: policy})
-			done <- err
-		}()
+		done := retainInBackground(p.ns, "t", RetainOptions{Policy: policy})
 		<-frozen.Reached()
 		_, err := w.proc("operator", 0).ns.PlaceHold(ctx, "t", "case 12")
 		require.NoError(t, err)

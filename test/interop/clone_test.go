@@ -41,71 +41,24 @@ func TestRetentionKeepsWhatAShallowCloneReads(t *testing.T) {
 		{"s3", func(t *testing.T) backend { return newS3(t) }},
 	} {
 		t.Run(tc.name+"/go", func(t *testing.T) {
-			node := requireNode(t)
-			b := tc.b(t)
-			for k, v := range b.lanceOptions() {
-				t.Setenv(strings.ToUpper(k), v)
-			}
-			p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
-			req := map[string]any{"cmd": "setup", "uri": b.uri(), "storageOptions": b.lanceOptions(),
-				"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
-			require.NoError(t, p.Call("setup", req, &struct{}{}))
-			var before, after cloneVersions
-			req["cmd"] = "verify"
-			require.NoError(t, p.Call("verify", req, &before))
+			b, verify := cloneRoot(t, tc.b(t))
+			before := verify()
 			ns, err := reaper.Open(context.Background(), b.uri(), reaper.Options{StorageOptions: b.lanceOptions()})
 			require.NoError(t, err)
 			res, err := ns.Retain(context.Background(), "src", reaper.RetainOptions{AllowShortTTL: true,
 				Policy: reaper.RetentionPolicy{Before: time.Now().Add(time.Minute)}})
 			require.NoError(t, err)
 			require.Equal(t, reaper.RetainCleaned, res.Outcome)
-			require.NoError(t, p.Call("verify", req, &after))
-			require.Len(t, after.Tables["src"], 1)
-			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+			requireCloneReads(t, before, verify())
 		})
 		t.Run(tc.name+"/cli", func(t *testing.T) {
-			node := requireNode(t)
-			b := tc.b(t)
-			for k, v := range b.lanceOptions() {
-				// cloneTable opens the source without the connection's
-				// storage options (as the client opens namespaced tables):
-				// the AWS_* environment reaches it.
-				t.Setenv(strings.ToUpper(k), v)
-			}
-			p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
-			req := map[string]any{"uri": b.uri(), "storageOptions": b.lanceOptions(),
-				"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
-			var setup struct {
-				Src  int `json:"src_versions"`
-				Copy int `json:"copy_versions"`
-			}
-			req["cmd"] = "setup"
-			require.NoError(t, p.Call("setup", req, &setup))
-			require.Greater(t, setup.Src, 3)
-			verify := func() cloneVersions {
-				var v cloneVersions
-				req["cmd"] = "verify"
-				require.NoError(t, p.Call("verify", req, &v))
-				return v
-			}
+			b, verify := cloneRoot(t, tc.b(t))
 			before := verify()
-			for _, v := range before.Tables["copy"] {
-				require.Empty(t, v.Error, "the clone reads before retention")
-			}
-
 			c := cli{bin: reaperBin(t), b: b}
 			cutoff := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
 			out, code := c.run(t, "retain", "--before", cutoff, "--allow-short-ttl", "--dry-run", "-o", "json")
 			require.Equal(t, 0, code, out)
-			var plan struct {
-				Tables []struct {
-					Name          string `json:"name"`
-					Result        string `json:"result"`
-					KeptForOthers int    `json:"kept_for_others"`
-					KeptFor       string `json:"kept_for"`
-				} `json:"tables"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(out), &plan))
+			plan := cloneReport(t, out)
 			results := map[string]string{}
 			for _, tb := range plan.Tables {
 				results[tb.Name] = tb.Result
@@ -117,36 +70,17 @@ func TestRetentionKeepsWhatAShallowCloneReads(t *testing.T) {
 			require.Equal(t, map[string]string{"src": "planned", "copy": "unsupported"}, results)
 			out, code = c.run(t, "retain", "--before", cutoff, "--allow-short-ttl", "-o", "json")
 			require.Equal(t, 0, code, out)
-			require.NoError(t, json.Unmarshal([]byte(out), &plan))
-			for _, tb := range plan.Tables {
+			for _, tb := range cloneReport(t, out).Tables {
 				results[tb.Name] = tb.Result
 			}
 			require.Equal(t, map[string]string{"src": "cleaned", "copy": "unsupported"}, results)
-
-			after := verify()
-			require.Len(t, after.Tables["src"], 1, "the source keeps its newest version")
-			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+			requireCloneReads(t, before, verify())
 		})
 		t.Run(tc.name+"/shards", func(t *testing.T) {
 			// The source and its clone in two replicas' shares
 			// (shard.by table): the source's replica still keeps what the
 			// clone reads, which it knows only by reading the clone too.
-			node := requireNode(t)
-			b := tc.b(t)
-			for k, v := range b.lanceOptions() {
-				t.Setenv(strings.ToUpper(k), v)
-			}
-			p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
-			req := map[string]any{"uri": b.uri(), "storageOptions": b.lanceOptions(),
-				"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
-			req["cmd"] = "setup"
-			require.NoError(t, p.Call("setup", req, &struct{}{}))
-			verify := func() cloneVersions {
-				var v cloneVersions
-				req["cmd"] = "verify"
-				require.NoError(t, p.Call("verify", req, &v))
-				return v
-			}
+			b, verify := cloneRoot(t, tc.b(t))
 			before := verify()
 			n := 2
 			for roots.TableOwner(b.uri(), "src", n) == roots.TableOwner(b.uri(), "copy", n) {
@@ -158,22 +92,71 @@ func TestRetentionKeepsWhatAShallowCloneReads(t *testing.T) {
 			for i := range n {
 				out, code := c.run(t, "retain", "--before", cutoff, "--allow-short-ttl", "--shard", fmt.Sprintf("%d/%d:table", i, n), "-o", "json")
 				require.Equal(t, 0, code, out)
-				var plan struct {
-					Tables []struct {
-						Name   string `json:"name"`
-						Result string `json:"result"`
-					} `json:"tables"`
-				}
-				require.NoError(t, json.Unmarshal([]byte(out), &plan))
-				for _, tb := range plan.Tables {
+				for _, tb := range cloneReport(t, out).Tables {
 					require.Equal(t, i, roots.TableOwner(b.uri(), tb.Name, n), "replica %d of %d reported %s", i, n, tb.Name)
 					results[tb.Name] = append(results[tb.Name], tb.Result)
 				}
 			}
 			require.Equal(t, map[string][]string{"src": {"cleaned"}, "copy": {"unsupported"}}, results)
-			after := verify()
-			require.Len(t, after.Tables["src"], 1, "the source keeps its newest version")
-			require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+			requireCloneReads(t, before, verify())
 		})
 	}
+}
+
+// cloneRoot has the client write "src" and its shallow clone "copy" on b
+// (js/clone.mjs) and returns b and a verify that opens every version of
+// both and reads its rows; the clone reads before anything is cleaned.
+func cloneRoot(t *testing.T, b backend) (backend, func() cloneVersions) {
+	t.Helper()
+	node := requireNode(t)
+	for k, v := range b.lanceOptions() {
+		// cloneTable opens the source without the connection's storage
+		// options (as the client opens namespaced tables): the AWS_*
+		// environment reaches it.
+		t.Setenv(strings.ToUpper(k), v)
+	}
+	p := nodetest.Start(t, node, jsScript(t, "clone.mjs"))
+	req := map[string]any{"cmd": "setup", "uri": b.uri(), "storageOptions": b.lanceOptions(),
+		"source": strings.TrimSuffix(b.uri(), "/") + "/src.lance"}
+	var setup struct {
+		Src int `json:"src_versions"`
+	}
+	require.NoError(t, p.Call("setup", req, &setup))
+	require.Greater(t, setup.Src, 3)
+	verify := func() cloneVersions {
+		t.Helper()
+		var v cloneVersions
+		req["cmd"] = "verify"
+		require.NoError(t, p.Call("verify", req, &v))
+		return v
+	}
+	for _, v := range verify().Tables["copy"] {
+		require.Empty(t, v.Error, "the clone reads before retention")
+	}
+	return b, verify
+}
+
+// requireCloneReads: the source kept its newest version alone, and every
+// version of the clone reads the rows it read before.
+func requireCloneReads(t *testing.T, before, after cloneVersions) {
+	t.Helper()
+	require.Len(t, after.Tables["src"], 1, "the source keeps its newest version")
+	require.Equal(t, before.Tables["copy"], after.Tables["copy"], "every version of the clone still reads its rows")
+}
+
+// cloneReport is retain's JSON, the fields the clone test reads.
+type cloneReportJSON struct {
+	Tables []struct {
+		Name          string `json:"name"`
+		Result        string `json:"result"`
+		KeptForOthers int    `json:"kept_for_others"`
+		KeptFor       string `json:"kept_for"`
+	} `json:"tables"`
+}
+
+func cloneReport(t *testing.T, out string) cloneReportJSON {
+	t.Helper()
+	var r cloneReportJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	return r
 }
