@@ -163,7 +163,11 @@ async function main() {
   else if (cmd === "cleanup") out = await cleanup(where, spec);
   else if (cmd === "versions") out = await versions(where, spec);
   else throw new Error(`unknown command ${cmd}`);
-  process.stdout.write(JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+  // Written before the exit below: to a pipe, a write is asynchronous,
+  // and process.exit would cut off what did not fit in its buffer (the
+  // report of 1,000 tables does not).
+  const line = JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n";
+  await new Promise((resolve, reject) => process.stdout.write(line, (e) => (e ? reject(e) : resolve())));
 }
 
 main().then(
