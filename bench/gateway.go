@@ -94,6 +94,9 @@ func (g *gateway) stop() {
 	}
 }
 
+// cpu is the server's user and system time so far.
+func (g *gateway) cpu() time.Duration { return procCPU(g.cmd.Process.Pid) }
+
 // storageOptions are the reaper --storage-option pairs for this server.
 func (g *gateway) storageOptions() []string {
 	return []string{
@@ -184,6 +187,23 @@ func (g *gateway) logOffset() int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// settledOffset is the access log's size once it stops growing (two
+// reads 200 ms apart agree, or after 5 s): the requests sent before it was
+// called are in the log before it, since the server writes the log
+// asynchronously.
+func (g *gateway) settledOffset() int64 {
+	last := g.logOffset()
+	for range 25 {
+		time.Sleep(200 * time.Millisecond)
+		off := g.logOffset()
+		if off == last {
+			return off
+		}
+		last = off
+	}
+	return last
 }
 
 // requestsSince counts the access-log lines after offset for bucket, by

@@ -165,9 +165,15 @@ type retSample struct {
 	Wall time.Duration // the whole process
 	// Call is the client's cleanup loop alone, as retention_bench.mjs
 	// times it (without Node's start and connect); 0 for reaper.
-	Call            time.Duration
-	MaxRSS          int64
-	Server          map[string]int64 // S3: versitygw's access log
+	Call   time.Duration
+	MaxRSS int64
+	Server map[string]int64 // S3: versitygw's access log
+	// Client is reaper's own count (reaper_s3_http_requests_total from
+	// --textfile), where a scenario reads it.
+	Client map[string]int64 `json:",omitempty"`
+	// CPU is the contender's user and system time, ServerCPU versitygw's
+	// during the run, where a scenario reads them.
+	CPU, ServerCPU  time.Duration `json:",omitempty"`
 	VersionsRemoved int
 	FilesLeft       int
 }
@@ -241,11 +247,12 @@ func retentionS3(ctx context.Context, c config, t tools, gw *gateway, shape rete
 			syscall.Sync()
 			uri := "s3://" + bucket + "/db"
 			argv := retentionArgv(t, name, uri, fx, storageFlags(gw), gw.optionsMap())
-			off := gw.logOffset()
+			off, cpu := gw.settledOffset(), gw.cpu()
 			s, err := runRetention(ctx, name, argv, fx)
 			if err != nil {
 				return fmt.Errorf("%s: %w", bucket, err)
 			}
+			s.ServerCPU = gw.cpu() - cpu
 			if s.Server, err = gw.requestsSince(off, bucket); err != nil {
 				return err
 			}
