@@ -15,6 +15,7 @@ var (
 	memoryMarks    = section{memBegin, memEnd}
 	retentionMarks = section{retBegin, retEnd}
 	retReadMarks   = section{retReadBegin, retReadEnd}
+	retIdleMarks   = section{retIdleBegin, retIdleEnd}
 )
 
 // splice puts text (the whole section, markers included) in place of doc's
