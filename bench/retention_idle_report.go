@@ -212,6 +212,7 @@ func (r *report) retentionIdleSection() string {
 				sum(s.requests()), fmtOps(s.requests()), perTable(s))
 		}
 	}
+	w("\n%s", r.idleOwnCounts())
 	w("\n| scenario | reaper run | pass | duration | CPU: own / versitygw's | requests (server) | a table | reaper's own count | peak RSS of the run |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, d := range r.IdleDaemons {
 		for _, p := range d.Passes {
@@ -256,6 +257,33 @@ func prefixLines(s, p string) string {
 		b.WriteString(p + l + "\n")
 	}
 	return b.String()
+}
+
+// idleOwnCounts compares reaper retain's own request count (--textfile)
+// with the server's, run by run.
+func (r *report) idleOwnCounts() string {
+	runs, differ := 0, []string{}
+	for _, s := range r.RetentionIdle {
+		if s.Contender != contReaper {
+			continue
+		}
+		for i, x := range s.Samples {
+			if x.Client == nil {
+				continue
+			}
+			runs++
+			if !maps.Equal(x.Client, x.Server) {
+				differ = append(differ, fmt.Sprintf("%s run %d: %d (%s) against the server's %d", s.Scenario, i+1, sum(x.Client), fmtOps(x.Client), sum(x.Server)))
+			}
+		}
+	}
+	switch {
+	case runs == 0:
+		return ""
+	case len(differ) == 0:
+		return fmt.Sprintf("reaper retain's own count (`reaper_s3_http_requests_total`, written with --textfile) equals versitygw's, operation for operation, in all %d runs.\n", runs)
+	}
+	return "reaper retain's own count (`reaper_s3_http_requests_total`, --textfile) differs from versitygw's: " + strings.Join(differ, "; ") + ".\n"
 }
 
 // perTableOps is a request count divided by tables, by operation.
