@@ -300,6 +300,18 @@ func TestShippedLimits(t *testing.T) {
 	}
 }
 
+// A full run keeps the guard's section, which a test measured, as the file
+// had it.
+func TestWriteResultsKeepsTheGuardSection(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "B.md")
+	sec := guardBegin + "\n## Guard\nmeasured\n" + guardEnd + "\n"
+	require.NoError(t, os.WriteFile(out, []byte("# old\n\n"+sec+"\n## Commands\nx\n"), 0o644))
+	require.NoError(t, writeResults(out, &report{}))
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, sec, guardMarks.of(string(b)))
+}
+
 func TestWithMemorySection(t *testing.T) {
 	sec := memBegin + "\n## Memory\nnew\n" + memEnd + "\n\n"
 	require.Equal(t, "# B\n\n"+sec+"## Commands\nx\n", memoryMarks.splice("# B\n\n## Commands\nx\n", sec), "before Commands")

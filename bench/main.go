@@ -380,7 +380,8 @@ func render(c config) error {
 
 // writeResults writes the results file: for --only retention its
 // retention section alone; otherwise the whole report, keeping each section
-// of the file whose group this run did not measure.
+// of the file whose group this run did not measure, and the guard's, which
+// no run measures.
 func writeResults(out string, rep *report) error {
 	b, err := os.ReadFile(out)
 	if err != nil && !os.IsNotExist(err) {
@@ -408,6 +409,9 @@ func writeResults(out string, rep *report) error {
 	}
 	if len(rep.RetentionIdle) == 0 && retIdleMarks.of(old) != "" {
 		doc = retIdleMarks.splice(doc, retIdleMarks.of(old))
+	}
+	if g := guardMarks.of(old); g != "" {
+		doc = guardMarks.splice(doc, g)
 	}
 	return os.WriteFile(out, []byte(doc), 0o644)
 }

@@ -16,6 +16,15 @@ var (
 	retentionMarks = section{retBegin, retEnd}
 	retReadMarks   = section{retReadBegin, retReadEnd}
 	retIdleMarks   = section{retIdleBegin, retIdleEnd}
+	// guardMarks bound what a focused test measured, not a bench run (the
+	// guard's requests per delete batch: internal/lifecycle
+	// batch_requests_test.go); every run keeps it as the file has it.
+	guardMarks = section{guardBegin, guardEnd}
+)
+
+const (
+	guardBegin = "<!-- guard: begin (measured by the test it names, not by go run ./bench; kept by every run) -->"
+	guardEnd   = "<!-- guard: end -->"
 )
 
 // splice puts text (the whole section, markers included) in place of doc's

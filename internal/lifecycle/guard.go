@@ -14,10 +14,13 @@ import (
 // This file owns what a purge re-checks against the store immediately
 // before its first delete and before each delete batch: its lease (read
 // back, not only in memory), the marker (unchanged ETag), the legal hold
-// (absent), the root's PAUSE switch (absent, file or folder form) and its own
-// commit (unchanged). Anything else stops the purge before the batch: a
-// revive, a hold or a PAUSE placed mid-purge costs at most the batches
-// already sent. The five reads go out together; each is one request.
+// (absent, object or folder form), the root's PAUSE switch (absent, file or
+// folder form) and its own commit (unchanged). Anything else stops the
+// purge before the batch: a revive, a hold or a PAUSE placed mid-purge
+// costs at most the batches already sent. The table's objects come from
+// one read (guard_read.go: one listing of "<name>." on an object store),
+// sent together with the PAUSE read (a listing and a HEAD): three requests
+// a guard, one round trip.
 
 // ErrPaused: the root's PAUSE switch is on; nothing is purged.
 var ErrPaused = errors.New("paused")
@@ -32,81 +35,110 @@ type guard struct {
 	commitETag string
 }
 
+// controlCheck judges one control object of the table as a guard read it
+// (found false: the store held none).
+type controlCheck struct {
+	kind  entryKind
+	judge func(obj objstore.Object, found bool) error
+}
+
 // check runs every re-check; the first failure in order of precedence (a
 // lost lease, a hold, a pause, a changed marker or commit, a read error)
 // is returned.
 func (g *guard) check(ctx context.Context) error {
-	reads := []func(context.Context) error{
-		func(ctx context.Context) error { return g.same(ctx, MarkerKey(g.name), g.markerETag, "marker") },
-	}
+	checks := []controlCheck{{entryMarker, func(obj objstore.Object, found bool) error {
+		return g.judgeSame(MarkerKey(g.name), g.markerETag, "marker", obj, found)
+	}}}
 	if g.commitETag != "" {
-		reads = append(reads, func(ctx context.Context) error {
-			return g.same(ctx, CommitKey(g.name), g.commitETag, "purge commit")
-		})
+		checks = append(checks, controlCheck{entryCommit, func(obj objstore.Object, found bool) error {
+			return g.judgeSame(CommitKey(g.name), g.commitETag, "purge commit", obj, found)
+		}})
 	}
-	return g.ns.guardReads(ctx, "purge", g.name, g.lease, reads...)
+	return g.ns.guardReads(ctx, "purge", g.name, g.lease, checks...)
 }
 
-// guardReads sends together the reads every guard of work under a table's
-// lease makes (the lease read back, the legal hold, the root's PAUSE
-// switch) and its own reads of objects, and returns the first failure in
-// order of precedence: a lost lease, a hold, a pause, a changed object (a
-// *ConflictError or a stuck purge), a read error. Each read is one request.
-func (ns *Namespace) guardReads(ctx context.Context, op, name string, lease *lock.Lease, objects ...func(context.Context) error) error {
+// guardReads is the one guard of work under a table's lease, for purges
+// and retention runs alike: it reads the table's control objects
+// (readControl) together with the root's PAUSE switch, then judges from
+// that one read the lease (lock.Lease.VerifyListed: the holder's own ETag,
+// and the store's deadline), the legal hold and the caller's checks. It
+// returns the first failure in order of precedence: a lost lease, a hold,
+// a pause, a changed object (a *ConflictError or a stuck purge), a read
+// error.
+func (ns *Namespace) guardReads(ctx context.Context, op, name string, lease *lock.Lease, checks ...controlCheck) error {
+	kinds := make([]entryKind, len(checks))
+	for i, c := range checks {
+		kinds[i] = c.kind
+	}
 	var (
-		wg                                         sync.WaitGroup
-		mu                                         sync.Mutex
-		leaseErr, holdErr, pauseErr, changeErr, io error
+		wg       sync.WaitGroup
+		why      string
+		pauseErr error
+		control  controlObjects
+		readErr  error
 	)
+	wg.Go(func() { why, pauseErr = ns.Paused(ctx) })
+	wg.Go(func() { control, readErr = ns.readControl(ctx, name, kinds) })
+	wg.Wait()
+
+	var pausedErr, io error
+	switch {
+	case pauseErr != nil:
+		io = fmt.Errorf("%w: cannot read %s (%w); treated as paused", ErrPaused, PauseKey, pauseErr)
+	case why != "":
+		pausedErr = fmt.Errorf("%s %q: %w: %s", op, name, ErrPaused, why)
+	}
+	if readErr != nil {
+		// Nothing of the table can be judged; a lease lost in memory still
+		// says so first.
+		return first(lease.Check(), pausedErr, io, fmt.Errorf("%s %q: re-check %s*: %w", op, name, name+".", readErr))
+	}
+	leaseErr, holdErr, changeErr, readErr := ns.judgeControl(ctx, op, name, lease, control, checks)
+	return first(leaseErr, holdErr, pausedErr, changeErr, io, readErr)
+}
+
+// judgeControl judges the lease, the hold and checks from one read of the
+// table's control objects, returning each kind of failure apart.
+func (ns *Namespace) judgeControl(ctx context.Context, op, name string, lease *lock.Lease, control controlObjects, checks []controlCheck) (leaseErr, holdErr, changeErr, io error) {
 	fail := func(dst *error, err error) {
-		mu.Lock()
-		defer mu.Unlock()
 		if *dst == nil {
 			*dst = err
 		}
 	}
-	wg.Go(func() {
-		if err := lease.Verify(ctx); err != nil {
-			if errors.Is(err, lock.ErrLost) {
-				fail(&leaseErr, err)
-			} else {
-				fail(&io, err)
-			}
+	obj, found := control.object(entryLock)
+	if err := lease.VerifyListed(ctx, obj, found); err != nil {
+		if errors.Is(err, lock.ErrLost) {
+			leaseErr = err
+		} else {
+			io = err
 		}
-	})
-	wg.Go(func() {
-		h, err := ns.readHold(ctx, name)
-		switch {
-		case err != nil:
-			fail(&io, err)
-		case h != nil:
-			fail(&holdErr, heldError(op, name, h))
-		}
-	})
-	wg.Go(func() {
-		why, err := ns.Paused(ctx)
-		switch {
-		case err != nil:
-			fail(&io, fmt.Errorf("%w: cannot read %s (%w); treated as paused", ErrPaused, PauseKey, err))
-		case why != "":
-			fail(&pauseErr, fmt.Errorf("%s %q: %w: %s", op, name, ErrPaused, why))
-		}
-	})
-	for _, read := range objects {
-		wg.Go(func() {
-			err := read(ctx)
-			var ce *ConflictError
-			switch {
-			case err == nil:
-			case errors.As(err, &ce), errors.Is(err, ErrStuck):
-				fail(&changeErr, err)
-			default:
-				fail(&io, err)
-			}
-		})
 	}
-	wg.Wait()
-	for _, err := range []error{leaseErr, holdErr, pauseErr, changeErr, io} {
+	if control.held() {
+		h, err := ns.listedHold(ctx, name, control)
+		if err != nil {
+			fail(&io, err)
+		} else {
+			holdErr = heldError(op, name, h)
+		}
+	}
+	for _, c := range checks {
+		obj, found := control.object(c.kind)
+		err := c.judge(obj, found)
+		var ce *ConflictError
+		switch {
+		case err == nil:
+		case errors.As(err, &ce), errors.Is(err, ErrStuck):
+			fail(&changeErr, err)
+		default:
+			fail(&io, err)
+		}
+	}
+	return leaseErr, holdErr, changeErr, io
+}
+
+// first is the first of errs that is not nil.
+func first(errs ...error) error {
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
@@ -114,18 +146,29 @@ func (ns *Namespace) guardReads(ctx context.Context, op, name string, lease *loc
 	return nil
 }
 
-// same requires key to be the version read under the lease. Before the
-// commit a change is a conflict: nothing was deleted. After it, the table is
-// partly gone, and a marker or commit removed or rewritten by hand is a
-// failure only a person can mend (purge_stuck.go).
+// same requires key to be the version read under the lease, read by key
+// (the check between a batch's keys, batch_between.go).
 func (g *guard) same(ctx context.Context, key, etag, what string) error {
 	obj, err := g.ns.store.Head(ctx, key)
-	var change string
 	switch {
 	case errors.Is(err, objstore.ErrNotFound):
-		change = fmt.Sprintf("the %s %s vanished during the purge (removed outside reaper's lease)", what, key)
+		return g.judgeSame(key, etag, what, obj, false)
 	case err != nil:
 		return fmt.Errorf("purge %q: re-check %s: %w", g.name, key, err)
+	}
+	return g.judgeSame(key, etag, what, obj, true)
+}
+
+// judgeSame requires key, as read (found false: absent), to be the version
+// read under the lease. Before the commit a change is a conflict: nothing
+// was deleted. After it, the table is partly gone, and a marker or commit
+// removed or rewritten by hand is a failure only a person can mend
+// (purge_stuck.go).
+func (g *guard) judgeSame(key, etag, what string, obj objstore.Object, found bool) error {
+	var change string
+	switch {
+	case !found:
+		change = fmt.Sprintf("the %s %s vanished during the purge (removed outside reaper's lease)", what, key)
 	case obj.ETag != etag:
 		change = fmt.Sprintf("the %s %s changed during the purge (written outside reaper's lease)", what, key)
 	default:

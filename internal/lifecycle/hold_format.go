@@ -149,7 +149,7 @@ func (ns *Namespace) readHold(ctx context.Context, name string) (*Hold, error) {
 		h := parseHold(body)
 		return &h, nil
 	case folder || errors.Is(getErr, objstore.ErrIsFolder):
-		return &Hold{Folder: true, Reason: fmt.Sprintf("held by the folder %s/; remove the folder to release it", key)}, nil
+		return folderHold(name), nil
 	case errors.Is(getErr, objstore.ErrTooLarge):
 		return &Hold{Reason: fmt.Sprintf("unreadable hold (%v); it still blocks purges", getErr)}, nil
 	case !errors.Is(getErr, objstore.ErrNotFound):
@@ -158,6 +158,11 @@ func (ns *Namespace) readHold(ctx context.Context, name string) (*Hold, error) {
 		return nil, fmt.Errorf("read hold %s/: %w", key, listErr)
 	}
 	return nil, nil
+}
+
+// folderHold is the hold a folder <name>.reaper-hold/ makes.
+func folderHold(name string) *Hold {
+	return &Hold{Folder: true, Reason: fmt.Sprintf("held by the folder %s/; remove the folder to release it", HoldKey(name))}
 }
 
 // heldError explains a blocked purge.

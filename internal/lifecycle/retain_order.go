@@ -553,7 +553,8 @@ func (d *retainDeleter) delete(ctx context.Context, files []recordFile, before f
 // retainGuard is what a retention run re-checks against the store before
 // its first delete and before each batch: its lease (read back), the table
 // still live (no marker, no purge commit), no legal hold, no PAUSE, and its
-// record unchanged. The reads go out together.
+// record unchanged. It is the purge's guard (guardReads) with these checks:
+// one read of the table's control objects beside the PAUSE read.
 type retainGuard struct {
 	ns         *Namespace
 	name       string
@@ -567,32 +568,24 @@ func (g *retainGuard) leaseHeld() error { return g.lease.Check() }
 // lost lease, a hold, a pause, a drop or a changed record, a read error)
 // is returned.
 func (g *retainGuard) check(ctx context.Context) error {
-	absent := func(key string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			_, err := g.ns.store.Head(ctx, key)
-			switch {
-			case err == nil:
+	absent := func(kind entryKind, key string) controlCheck {
+		return controlCheck{kind, func(_ objstore.Object, found bool) error {
+			if found {
 				return &ConflictError{Name: g.name, Reason: fmt.Sprintf("%s appeared during retention: the table was dropped, and is left to its purge (which removes the retention record too)", key)}
-			case !errors.Is(err, objstore.ErrNotFound):
-				return fmt.Errorf("retain %q: re-check %s: %w", g.name, key, err)
 			}
 			return nil
-		}
+		}}
 	}
-	reads := []func(context.Context) error{absent(MarkerKey(g.name)), absent(CommitKey(g.name))}
+	checks := []controlCheck{absent(entryMarker, MarkerKey(g.name)), absent(entryCommit, CommitKey(g.name))}
 	if g.recordETag != "" {
-		reads = append(reads, func(ctx context.Context) error {
-			obj, err := g.ns.store.Head(ctx, RetainKey(g.name))
-			switch {
-			case errors.Is(err, objstore.ErrNotFound), err == nil && obj.ETag != g.recordETag:
+		checks = append(checks, controlCheck{entryRetain, func(obj objstore.Object, found bool) error {
+			if !found || obj.ETag != g.recordETag {
 				return &ConflictError{Name: g.name, Reason: fmt.Sprintf("the retention record %s changed or vanished during the run (edited outside reaper's lease); it stopped before its next delete", RetainKey(g.name))}
-			case err != nil:
-				return fmt.Errorf("retain %q: re-check %s: %w", g.name, RetainKey(g.name), err)
 			}
 			return nil
-		})
+		}})
 	}
-	return g.ns.guardReads(ctx, "retain", g.name, g.lease, reads...)
+	return g.ns.guardReads(ctx, "retain", g.name, g.lease, checks...)
 }
 
 // sweepRowsOf sweeps the commit rows a run cut short may have left (an

@@ -63,12 +63,24 @@ type RetentionPlan struct {
 	// Unchanged: this plan is such a pass's, nothing read.
 	Memo      *IdleMemo
 	Unchanged bool
+	// Shedded: the plan's lists were dropped (Shed); plan it again to run
+	// it.
+	Shedded bool
 	// table is the table as read for the plan: a run that executes the
 	// plan reads only what changed since (lance.Table.Refresh).
 	table *lance.Table
 	// err is why the plan failed or is unsupported, whole (a cancelled
 	// context, a lost lease), for a run to classify.
 	err error
+}
+
+// Shed drops the plan's lists, keeping that it has something to do: a
+// caller holding many plans at once sheds some to bound its memory and
+// plans those tables again, by the same planner, when it runs them.
+func (rp *RetentionPlan) Shed() {
+	rp.Shedded = true
+	rp.table = nil
+	rp.Plan = retention.Plan{Dir: rp.Plan.Dir, Cutoff: rp.Plan.Cutoff}
 }
 
 // Err is why the plan failed or is unsupported, whole (nil otherwise).

@@ -151,6 +151,27 @@ func (l *Lease) Verify(ctx context.Context) error {
 	return l.checkStoreDeadline(ctx, cur.LastModified)
 }
 
+// VerifyListed is Verify with the lease's object as a read the caller just
+// made returned it (found false: the read did not hold it), so a caller
+// that reads the lease together with other objects (one listing of a
+// table's control objects) pays no request of its own for it. Only the
+// answer Verify would accept at once is taken from obj: the holder's own
+// ETag. Anything else (no object, an empty or another ETag) is judged by
+// Verify itself, reading the store: a lease gone or replaced is lost
+// exactly as there.
+func (l *Lease) VerifyListed(ctx context.Context, obj objstore.Object, found bool) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	etag := l.etag
+	l.mu.Unlock()
+	if !found || obj.Key != l.key || obj.ETag == "" || obj.ETag != etag {
+		return l.Verify(ctx)
+	}
+	return l.checkStoreDeadline(ctx, obj.LastModified)
+}
+
 // checkStoreDeadline loses the lease when the store's clock (a lower bound,
 // read with the lease) has reached lm + TTL - Margin, lm being the store's
 // stamp of the holder's current version. While the holder's own clock is

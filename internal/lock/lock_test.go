@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,6 +272,92 @@ func TestVerifyAgainstStore(t *testing.T) {
 		_, ferr := lease.Allow()
 		require.ErrorIs(t, ferr, ErrLost, "the fence refuses")
 		require.ErrorIs(t, lease.Release(ctx), ErrLost)
+	})
+}
+
+// listedLease is the lease object as a listing of its folder returns it.
+func listedLease(t *testing.T, s objstore.Store) (objstore.Object, bool) {
+	t.Helper()
+	var obj objstore.Object
+	found := false
+	require.NoError(t, s.List(t.Context(), testKey, func(p objstore.Page) error {
+		for _, o := range p.Objects {
+			if o.Key == testKey {
+				obj, found = o, true
+			}
+		}
+		return nil
+	}))
+	return obj, found
+}
+
+// headCounter counts Head and Get calls: the reads Verify makes.
+type headCounter struct {
+	objstore.Store
+	reads atomic.Int64
+}
+
+func (h *headCounter) Head(ctx context.Context, key string) (objstore.Object, error) {
+	h.reads.Add(1)
+	return h.Store.Head(ctx, key)
+}
+
+func (h *headCounter) Get(ctx context.Context, key string, limit int64) ([]byte, objstore.Object, error) {
+	h.reads.Add(1)
+	return h.Store.Get(ctx, key, limit)
+}
+
+// TestVerifyListed: a lease read with other objects (a listing) is
+// verified from that read when it carries the holder's ETag, with no read
+// of its own; anything else is judged by Verify, so a lease replaced, gone
+// or past the store's deadline is lost exactly as there.
+func TestVerifyListed(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *objstoretest.ClockStore) {
+		ctx := t.Context()
+		hc := &headCounter{Store: s}
+		lk := longLocker(hc)
+		lease, err := lk.Acquire(ctx, testKey)
+		require.NoError(t, err)
+		obj, found := listedLease(t, s)
+		require.True(t, found)
+		before := hc.reads.Load()
+		require.NoError(t, lease.VerifyListed(ctx, obj, true))
+		require.Equal(t, before, hc.reads.Load(), "the listed ETag is the holder's: no read of its own")
+
+		noETag := obj
+		noETag.ETag = ""
+		require.NoError(t, lease.VerifyListed(ctx, noETag, true), "a listing without ETags: Verify reads it")
+		require.Greater(t, hc.reads.Load(), before)
+
+		writeLease(t, s, testKey, deadInfo(9))
+		now, found := listedLease(t, s)
+		require.True(t, found)
+		require.ErrorIs(t, lease.VerifyListed(ctx, now, true), ErrLost, "replaced behind the holder's back")
+		require.ErrorIs(t, lease.VerifyListed(ctx, obj, true), ErrLost, "and the loss sticks")
+		_ = lease.Release(ctx)
+	})
+	t.Run("gone", func(t *testing.T) {
+		s := objstoretest.NewClockStore(memstore.New())
+		lease, err := longLocker(s).Acquire(t.Context(), testKey)
+		require.NoError(t, err)
+		require.NoError(t, s.Delete(t.Context(), testKey))
+		err = lease.VerifyListed(t.Context(), objstore.Object{}, false)
+		require.ErrorIs(t, err, ErrLost)
+		require.ErrorContains(t, err, "gone from the store")
+	})
+	t.Run("the store's deadline", func(t *testing.T) {
+		s := objstoretest.NewClockStore(memstore.New())
+		lk := longLocker(s)
+		lk.Clock = func() time.Time { return time.Unix(1000, 0) } // stopped
+		lease, err := lk.Acquire(t.Context(), testKey)
+		require.NoError(t, err)
+		s.Advance(lk.TTL - lk.TTL/10 + 2*objstore.TimeResolution)
+		obj, found := listedLease(t, s)
+		require.True(t, found)
+		err = lease.VerifyListed(t.Context(), obj, true)
+		require.ErrorIs(t, err, ErrLost, "the listed version's LastModified dates the deadline")
+		require.ErrorContains(t, err, "frozen longer than its own clock shows")
 	})
 }
 

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -180,6 +181,12 @@ func (p *pass) retainNamed() bool { return len(p.w.Tables) > 0 }
 // table again.
 const keptVersions = 10_000
 
+// defaultKeptFiles bounds the files a root's plans keep listed until they
+// run (about 150 bytes each; Worker.KeptFiles): a first pass over
+// thousands of busy tables would otherwise hold every table's list at
+// once. Past it a plan is shed and its table planned again when it runs.
+const defaultKeptFiles = 1_000_000
+
 // planLive plans the live tables, limits.table_concurrency at a time,
 // each from the pass's listing of the root at its clock; a plan with
 // nothing to do keeps no table, one with something to do keeps it within
@@ -191,7 +198,7 @@ func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	kept := 0
+	kept, files := 0, 0
 	visited := len(live)
 	for i, t := range live {
 		sem <- struct{}{}
@@ -210,9 +217,16 @@ func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootRe
 			if keep {
 				kept += plans[i].Versions
 			}
+			shed := plans[i].Result == lifecycle.RetentionPlanned && files+len(plans[i].Plan.Files) > cmp.Or(p.w.KeptFiles, defaultKeptFiles)
+			if !shed {
+				files += len(plans[i].Plan.Files)
+			}
 			mu.Unlock()
 			if !keep {
 				plans[i].Forget()
+			}
+			if shed {
+				plans[i].Shed()
 			}
 		})
 	}
@@ -278,6 +292,11 @@ func (p *pass) retainOne(ctx context.Context, ns *lifecycle.Namespace, rr *RootR
 		d.Action, d.Reason = outcome.Skipped, outcome.ReasonLimit
 		d.Detail = "version retention: the pass's object budget (limits.max_objects_per_pass) is spent; the next pass cleans it"
 		return d
+	}
+	if planErr == nil && pl.Shedded {
+		// Shed to bound the root's plans in memory: the same planner, at
+		// the same clock, now.
+		*pl, planErr = ns.PlanTableRetention(ctx, policy, name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: lt.record})
 	}
 	if planErr == nil {
 		pl.Protect(protected[name])

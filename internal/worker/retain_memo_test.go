@@ -153,3 +153,26 @@ func TestRetentionDeletesNothingWhileATableCannotBeRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "cleaned/old_versions", retained(again, 0)["events"], "read again, the table is cleaned")
 }
+
+// Plans over the budget of listed files are shed and their tables planned
+// again when they run: the root is cleaned all the same, with what a plan
+// kept whole would have deleted.
+func TestRetentionShedsPlansOverItsBudget(t *testing.T) {
+	clean := func(kept int) map[string]int64 {
+		f := newFixture(t, objstoretest.Local, 1)
+		for _, n := range []string{"a", "b", "c"} {
+			lancetest.LanceDB(t, f.store(0), lifecycle.TableDir(n))
+		}
+		w := f.worker(retentionOn(), 2*time.Hour)
+		w.KeptFiles = kept
+		rep, err := w.Pass(context.Background(), nil)
+		require.NoError(t, err)
+		out := map[string]int64{}
+		for _, d := range rep.Roots[0].Retention {
+			require.Equal(t, "cleaned", string(d.Action), d.Table)
+			out[d.Table] = d.Objects
+		}
+		return out
+	}
+	require.Equal(t, clean(0), clean(1), "a budget of one file sheds every plan")
+}

@@ -63,6 +63,9 @@ type Worker struct {
 	// DeleteBatch is lifecycle.Options.DeleteBatch (0: the stores' limit);
 	// tests lower it to purge small tables in several batches.
 	DeleteBatch int
+	// KeptFiles bounds the files the retention plans of a root keep listed
+	// until they run (0: a million); tests lower it to shed plans.
+	KeptFiles int
 	// Owner names this process in leases and the ledger.
 	Owner string
 	// Version of reaper, for the ledger.

@@ -8,6 +8,12 @@ import (
 	"github.com/lance-reaper/reaper/internal/objstore"
 )
 
+var _ objstore.DirectoryScan = (*Store)(nil)
+
+// ListScansDirectory is true: List reads every entry of the directory to
+// find those with its prefix (getdents has no index by name).
+func (s *Store) ListScansDirectory() bool { return true }
+
 // List lists one directory level. A prefix not ending in "/" matches names
 // starting with its last segment, as on S3. Objects and prefixes both count
 // toward the page size. A subdirectory is a prefix; every other entry (a
