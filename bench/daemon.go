@@ -33,6 +33,9 @@ type daemonPass struct {
 	// last's (the daemon's start for the first); Client:
 	// reaper_s3_http_requests_total's growth, by operation.
 	Server, Client map[string]int64
+	// ServerTime is versitygw's own time on the pass's requests, by
+	// operation, in milliseconds.
+	ServerTime map[string]int64 `json:",omitempty"`
 	// Retention is reaper_retention_tables_total's growth, by result.
 	Retention map[string]int64
 	// CPU is the daemon's user and system time in the pass, ServerCPU

@@ -190,6 +190,9 @@ type retSample struct {
 	// Client is reaper's own count (reaper_s3_http_requests_total from
 	// --textfile), where a scenario reads it.
 	Client map[string]int64 `json:",omitempty"`
+	// ServerTime is versitygw's own time on the run's requests, by
+	// operation, in milliseconds (its access log), where a scenario reads it.
+	ServerTime map[string]int64 `json:",omitempty"`
 	// CPU is the contender's user and system time, ServerCPU versitygw's
 	// during the run, where a scenario reads them.
 	CPU, ServerCPU  time.Duration `json:",omitempty"`

@@ -184,6 +184,9 @@ func idleS3(ctx context.Context, c config, t tools, gw *gateway, fx retentionFix
 			if s.Server, err = gw.requestsSince(off, bucket); err != nil {
 				return err
 			}
+			if _, s.ServerTime, err = gw.readLogTimes(off, bucket); err != nil {
+				return err
+			}
 			if err := unchanged(name); err != nil {
 				return err
 			}
@@ -364,7 +367,7 @@ func idleDaemonRun(ctx context.Context, c config, t tools, gw *gateway, bucket s
 		if was && clean {
 			p := passOf(prev, m)
 			p.Number, p.ServerCPU, p.CPU = k, nextCPU-cpu, nextOwn-own
-			if p.Server, err = gw.readLog(off, bucket); err != nil {
+			if p.Server, p.ServerTime, err = gw.readLogTimes(off, bucket); err != nil {
 				return nil, err
 			}
 			if p.Result != "success" || p.Retention["nothing_to_do"] != int64(n) {

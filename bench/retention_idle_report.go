@@ -286,6 +286,21 @@ func (r *report) idleOwnCounts() string {
 	return "reaper retain's own count (`reaper_s3_http_requests_total`, --textfile) differs from versitygw's: " + strings.Join(differ, "; ") + ".\n"
 }
 
+// serverTimes is the server's mean time a request by operation ("" when
+// not measured).
+func serverTimes(count, ms map[string]int64) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(count)) {
+		if count[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f ms", k, float64(ms[k])/float64(count[k])))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // perTableOps is a request count divided by tables, by operation.
 func perTableOps(m map[string]int64, tables int) string {
 	var parts []string
@@ -313,6 +328,10 @@ func (r *report) retentionIdleAnalysis() string {
 			w(" During reaper's run versitygw spent %s of CPU (%.2f cores busy on average) and reaper %s; during the client's, versitygw %s (%.2f cores) and Node %s.",
 				fmtDur(srv), srv.Seconds()/rs.wall().Seconds(), fmtDur(medianOf(ownCPUs(rs))),
 				fmtDur(medianOf(serverCPUs(lc))), medianOf(serverCPUs(lc)).Seconds()/lc.wall().Seconds(), fmtDur(medianOf(ownCPUs(lc))))
+		}
+		if t := serverTimes(rs.Samples[0].Server, rs.Samples[0].ServerTime); t != "" {
+			w(" versitygw's own time a request (its access log, reaper's first run): %s; in the client's first run: %s.", t,
+				serverTimes(lc.Samples[0].Server, lc.Samples[0].ServerTime))
 		}
 		if rs.wall().Seconds()/lc.call().Seconds() > retentionTarget {
 			w(" A one-shot process remembers nothing: it must read every table to find it idle, so it sends about as many requests as the client (each managed directory listed, every manifest read), and what it gains is concurrency, bounded here by the %d cores the server, both contenders and the machine's other work share. A fifth of the client's time would take a fifth of its requests: a table's files in one listing instead of one per directory, or the memo of the daemon below, which a one-shot cannot keep.", runtime.NumCPU())

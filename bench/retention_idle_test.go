@@ -147,3 +147,21 @@ func TestRetentionIdleTargets(t *testing.T) {
 	require.Contains(t, s, "1.0030 (the most of 2 passes: ListObjectsV2 1003); 1.0000 a table net of the 3 requests")
 	require.Contains(t, s, "#   schedule", "the daemon's configuration is shown with its command")
 }
+
+// The access log gives each request's operation and the server's time on
+// it.
+func TestReadLogTimes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "access.log")
+	require.NoError(t, os.WriteFile(p, []byte(`log starts 2026-12-06 02:36:53 +0000 UTC
+benchaccess bench-idle-50 [06/December/2026:02:36:54 +0000] 127.0.0.1 benchaccess OG2V s3_ListObjectsV2 - /bench-idle-50?delimiter=%2F&prefix=db%2Ft7.lance%2F 200 - 558 0 4 4 - aws-sdk-go-v2/1.48.0
+benchaccess bench-idle-50 [06/December/2026:02:36:54 +0000] 127.0.0.1 benchaccess UO1B s3_GetObject db/t7.lance/_versions/1.manifest /bench-idle-50/db/t7.lance/_versions/1.manifest?x-id=GetObject 200 - 0 0 2 2 - aws-sdk-go-v2/1.48.0
+benchaccess bench-idle-50 [06/December/2026:02:36:54 +0000] 127.0.0.1 benchaccess UO1C s3_ListObjectsV2 - /bench-idle-50?prefix=db%2Ft7.lance%2F_versions%2F 200 - 1846 0 8 8 - aws-sdk-go-v2/1.48.0
+benchaccess other [06/December/2026:02:36:54 +0000] 127.0.0.1 benchaccess UO1D s3_ListObjectsV2 - /other?prefix=db 200 - 1846 0 99 99 -
+`), 0o644))
+	g := &gateway{AccessLog: p}
+	count, ms, err := g.readLogTimes(0, "bench-idle-50")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"ListObjectsV2": 2, "GetObject": 1}, count)
+	require.Equal(t, map[string]int64{"ListObjectsV2": 12, "GetObject": 2}, ms)
+	require.Equal(t, "GetObject 2.00 ms, ListObjectsV2 6.00 ms", serverTimes(count, ms))
+}
