@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,6 +94,9 @@ func (g *gateway) stop() {
 		<-done
 	}
 }
+
+// cpu is the server's user and system time so far.
+func (g *gateway) cpu() time.Duration { return procCPU(g.cmd.Process.Pid) }
 
 // storageOptions are the reaper --storage-option pairs for this server.
 func (g *gateway) storageOptions() []string {
@@ -186,6 +190,23 @@ func (g *gateway) logOffset() int64 {
 	return st.Size()
 }
 
+// settledOffset is the access log's size once it stops growing (two
+// reads 200 ms apart agree, or after 5 s): the requests sent before it was
+// called are in the log before it, since the server writes the log
+// asynchronously.
+func (g *gateway) settledOffset() int64 {
+	last := g.logOffset()
+	for range 25 {
+		time.Sleep(200 * time.Millisecond)
+		off := g.logOffset()
+		if off == last {
+			return off
+		}
+		last = off
+	}
+	return last
+}
+
 // requestsSince counts the access-log lines after offset for bucket, by
 // operation (versitygw's "s3_<Operation>" field, prefix dropped). The log is
 // read until two reads agree, since the server writes it asynchronously.
@@ -206,29 +227,41 @@ func (g *gateway) requestsSince(offset int64, bucket string) (map[string]int64, 
 }
 
 func (g *gateway) readLog(offset int64, bucket string) (map[string]int64, error) {
+	n, _, err := g.readLogTimes(offset, bucket)
+	return n, err
+}
+
+// readLogTimes is readLog with the server's own time spent on the
+// requests, by operation, in milliseconds (the access log's total time).
+func (g *gateway) readLogTimes(offset int64, bucket string) (count, ms map[string]int64, err error) {
 	f, err := os.Open(g.AccessLog)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]int64{}
+	count, ms = map[string]int64{}, map[string]int64{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		// <owner> <bucket> [date time] <ip> <requester> <id> s3_<Op> ...
+		// <owner> <bucket> [date time] <ip> <requester> <id> s3_<Op> <key>
+		// <uri> <status> <error> <bytes> <object size> <total ms> ...
 		fs := strings.Fields(sc.Text())
 		if len(fs) < 8 || fs[1] != bucket {
 			continue
 		}
-		for _, f := range fs[4:9] {
-			if op, ok := strings.CutPrefix(f, "s3_"); ok {
-				out[op]++
+		for i := 4; i < 9; i++ {
+			if op, ok := strings.CutPrefix(fs[i], "s3_"); ok {
+				count[op]++
+				if i+7 < len(fs) {
+					t, _ := strconv.ParseInt(fs[i+7], 10, 64)
+					ms[op] += t
+				}
 				break
 			}
 		}
 	}
-	return out, sc.Err()
+	return count, ms, sc.Err()
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,12 +70,19 @@ type config struct {
 	// RetentionRead are the versions of the tables the version-reading
 	// scenarios read (none: skip them).
 	RetentionRead []int
+	// RetentionIdle are the table counts of the idle-table scenarios
+	// (retention_idle.go; none: skip them), RetentionIdlePasses the
+	// daemon's passes measured after its first, RetentionIdleInterval its
+	// schedule (0: from the one-shot's time, idleInterval).
+	RetentionIdle         []int
+	RetentionIdlePasses   int
+	RetentionIdleInterval time.Duration
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	c := config{}
-	var sizes, local, peers, gcsSizes, azSizes, memEntries, retention, retRead string
+	var sizes, local, peers, gcsSizes, azSizes, memEntries, retention, retRead, retIdle string
 	fs.BoolVar(&c.Quick, "quick", false, "quick run: 10k objects on S3, 10k local, 1M-object RSS check without the rm -rf peer")
 	fs.IntVar(&c.Reps, "reps", 5, "alternating repetitions per contender")
 	fs.StringVar(&sizes, "sizes", "", "objects per table on S3, comma-separated (default 10000,100000; quick 10000), or \"none\"")
@@ -98,12 +106,15 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&memEntries, "memory-entries", "", "top-level entries of the memory scenario's local roots (half tables, half their markers), comma-separated (default 200000,1000000; quick 200000), or \"none\"")
 	fs.StringVar(&c.MemBaseline, "memory-baseline", "", "git revision whose reaper the memory scenario also measures, on the same roots (before/after a change)")
 	fs.IntVar(&c.MemReps, "memory-reps", 1, "repetitions of each memory scenario command per build")
-	fs.StringVar(&c.Only, "only", "", `run one group of scenarios and rewrite only its section of the results file: "memory", "retention" or "retention-read"`)
+	fs.StringVar(&c.Only, "only", "", `run one group of scenarios and rewrite only its section of the results file: "memory", "retention", "retention-read" or "retention-idle"`)
 	fs.StringVar(&retention, "retention", "s3,local", `where reaper retain runs against the LanceDB client's cleanup: "s3", "local", both, or "none"`)
 	fs.IntVar(&c.RetentionVersions, "retention-versions", 2000, "versions of the single-table retention fixture, about 10 files each (0: no single-table scenario)")
 	fs.IntVar(&c.RetentionTables, "retention-tables", 100, "tables of the many-table retention fixture (0: no many-table scenario)")
 	fs.IntVar(&c.RetentionTableVersions, "retention-table-versions", 100, "versions of each of those tables")
 	fs.StringVar(&retRead, "retention-read-versions", "", "versions of the tables whose every version reaper retain --dry-run and the client's listVersions() read, comma-separated (default 1000,10000; quick 1000), or \"none\"; runs where --retention says (building 10,000 versions takes about 13 min, once: cached)")
+	fs.StringVar(&retIdle, "retention-idle-tables", "", "tables of the idle-table scenarios (nothing to remove in any: the client's cleanup loop, reaper retain and reaper run's passes over them), comma-separated (default 1000,10000; quick 200), or \"none\"; S3 only, where --retention has s3 (building 10,000 tables takes a few minutes, once: cached)")
+	fs.IntVar(&c.RetentionIdlePasses, "retention-idle-passes", 3, "reaper run's passes measured after its first, in each idle regime")
+	fs.DurationVar(&c.RetentionIdleInterval, "retention-idle-interval", 0, "reaper run's schedule in the idle scenarios (@every this; 0: twice reaper retain's time over the same tables plus 5 s, at least 5 s)")
 	fs.IntVar(&c.RetentionReps, "retention-reps", 3, "alternating repetitions per retention contender (local runs build their tables afresh each time: about 40 s for 2,000 versions, 2 min for 100 tables)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -142,8 +153,20 @@ func parseFlags(args []string) (config, error) {
 			return c, err
 		}
 	}
-	if c.Only != "" && c.Only != "memory" && c.Only != "retention" && c.Only != "retention-read" {
-		return c, fmt.Errorf("--only %q: want memory, retention or retention-read", c.Only)
+	if c.Only != "" && !slices.Contains(onlyGroups, c.Only) {
+		return c, fmt.Errorf("--only %q: want one of %s", c.Only, strings.Join(onlyGroups, ", "))
+	}
+	if retIdle != "none" {
+		def := "1000,10000"
+		if c.Quick {
+			def = "200"
+		}
+		if c.RetentionIdle, err = intList(retIdle, def); err != nil {
+			return c, err
+		}
+	}
+	if c.RetentionIdlePasses < 1 {
+		return c, fmt.Errorf("--retention-idle-passes %d: want at least 1", c.RetentionIdlePasses)
 	}
 	if retRead != "none" {
 		def := "1000,10000"
@@ -180,12 +203,15 @@ func parseFlags(args []string) (config, error) {
 			c.Peers = append(c.Peers, p)
 		}
 	}
-	if c.Only == "retention" || c.Only == "retention-read" {
+	if strings.HasPrefix(c.Only, "retention") {
 		if len(c.Retention) == 0 {
 			return c, fmt.Errorf("--only %s with --retention none measures nothing", c.Only)
 		}
 		if c.Only == "retention-read" && len(c.RetentionRead) == 0 {
 			return c, fmt.Errorf("--only retention-read with --retention-read-versions none measures nothing")
+		}
+		if c.Only == "retention-idle" && (len(c.RetentionIdle) == 0 || !slices.Contains(c.Retention, "s3")) {
+			return c, fmt.Errorf("--only retention-idle measures on S3 alone: it needs --retention with s3 and --retention-idle-tables")
 		}
 		// Nothing else runs: no peers, test servers or tables to set up.
 		c.Sizes, c.GCSSizes, c.AzureSizes, c.LocalSizes, c.Peers = nil, nil, nil, nil, nil
@@ -290,6 +316,9 @@ func run(ctx context.Context, c config, args []string) error {
 	return nil
 }
 
+// onlyGroups are the scenario groups --only runs alone.
+var onlyGroups = []string{"memory", "retention", "retention-read", "retention-idle"}
+
 // rawPath keeps the last run's measurements, so the report's prose can be
 // corrected and re-rendered (--render) without measuring again. It is
 // ignored by git: BENCHMARKS.md is the record.
@@ -306,6 +335,8 @@ func saveRaw(repo string, rep *report) error {
 		p = filepath.Join(repo, rawRetentionPath)
 	case "retention-read":
 		p = filepath.Join(repo, ".bench/last-retention-read-run.json")
+	case "retention-idle":
+		p = filepath.Join(repo, ".bench/last-retention-idle-run.json")
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -363,6 +394,9 @@ func writeResults(out string, rep *report) error {
 	if rep.Config.Only == "retention-read" {
 		return os.WriteFile(out, []byte(retReadMarks.splice(old, rep.retentionReadSection())), 0o644)
 	}
+	if rep.Config.Only == "retention-idle" {
+		return os.WriteFile(out, []byte(retIdleMarks.splice(old, rep.retentionIdleSection())), 0o644)
+	}
 	doc := rep.markdown()
 	if len(rep.Memory) == 0 && memoryMarks.of(old) != "" {
 		doc = memoryMarks.splice(doc, memoryMarks.of(old))
@@ -372,6 +406,9 @@ func writeResults(out string, rep *report) error {
 	}
 	if len(rep.RetentionRead) == 0 && retReadMarks.of(old) != "" {
 		doc = retReadMarks.splice(doc, retReadMarks.of(old))
+	}
+	if len(rep.RetentionIdle) == 0 && retIdleMarks.of(old) != "" {
+		doc = retIdleMarks.splice(doc, retIdleMarks.of(old))
 	}
 	if g := guardMarks.of(old); g != "" {
 		doc = guardMarks.splice(doc, g)

@@ -35,6 +35,14 @@ type report struct {
 	RetentionRead []*retSeries
 	// RetentionReadLoad is /proc/loadavg's three figures when they started.
 	RetentionReadLoad string
+	// RetentionIdle are the idle-table scenarios' one-shot contenders,
+	// IdleDaemons their `reaper run` runs (retention_idle.go),
+	// RetentionIdleLoad /proc/loadavg when they started, IdleLimits the
+	// shipped memory limits they ran under.
+	RetentionIdle     []*retSeries
+	IdleDaemons       []*idleDaemon
+	RetentionIdleLoad string
+	IdleLimits        shipped
 	// Partial is set while scenarios remain: the report is written after
 	// each one, so an interrupted full run (it takes well over an hour on
 	// two cores) still leaves its finished measurements.
@@ -171,6 +179,7 @@ const perRoot = 3
 func (r *report) targets() []target {
 	var ts []target
 	ts = append(ts, r.retentionTargets()...)
+	ts = append(ts, r.retentionIdleTargets()...)
 	ts = append(ts, r.azureTargets()...)
 	for _, scen := range r.scenarios("s3/") {
 		rs := r.find(scen, "reaper")
@@ -349,6 +358,9 @@ func (r *report) markdown() string {
 	}
 	if len(r.RetentionRead) > 0 {
 		w("\n%s", r.retentionReadSection())
+	}
+	if len(r.RetentionIdle) > 0 {
+		w("\n%s", r.retentionIdleSection())
 	}
 
 	w("\n## Commands\n\n```\n")

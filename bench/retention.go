@@ -89,18 +89,28 @@ func (f retentionFixture) cutoff() time.Time { return time.UnixMilli(f.CutoffMs)
 // buildFixture writes shape's tables into the new local root dir with the
 // client.
 func buildFixture(ctx context.Context, t tools, shape retentionShape, dir string) (retentionFixture, error) {
+	fx, err := buildWith(ctx, t, "build", shape, dir)
+	if err != nil {
+		return fx, fmt.Errorf("build retention fixture %s: %w", shape.key(), err)
+	}
+	return fx, nil
+}
+
+// buildWith runs retention_bench.mjs's builder cmd with spec on the new
+// local root dir and reads what it built.
+func buildWith(ctx context.Context, t tools, cmd string, spec any, dir string) (retentionFixture, error) {
 	fx := retentionFixture{Dir: dir}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fx, err
 	}
-	spec, _ := json.Marshal(shape)
+	js, _ := json.Marshal(spec)
 	start := time.Now()
-	res, err := measure(ctx, nil, t.Node, t.RetentionJS, "build", dir, string(spec))
+	res, err := measure(ctx, nil, t.Node, t.RetentionJS, cmd, dir, string(js))
 	if err != nil {
-		return fx, fmt.Errorf("build retention fixture %s: %w", shape.key(), err)
+		return fx, err
 	}
 	if err := json.Unmarshal(res.Stdout, &fx); err != nil {
-		return fx, fmt.Errorf("retention_bench.mjs build: %w: %s", err, tail(string(res.Stdout), 400))
+		return fx, fmt.Errorf("retention_bench.mjs %s: %w: %s", cmd, err, tail(string(res.Stdout), 400))
 	}
 	fx.Build = time.Since(start).Milliseconds()
 	fx.Files, err = countFiles(dir)
@@ -108,10 +118,19 @@ func buildFixture(ctx context.Context, t tools, shape retentionShape, dir string
 }
 
 // cachedFixture returns shape's fixture from .bench/fixtures/, building it
-// there first when it is missing (fixture.json is written last: a build
-// cut short is built again).
+// there first when it is missing.
 func cachedFixture(ctx context.Context, c config, t tools, shape retentionShape) (retentionFixture, error) {
-	base := filepath.Join(c.Repo, ".bench", "fixtures", shape.key())
+	what := fmt.Sprintf("%d tables of %d versions", shape.Tables, shape.Versions)
+	return cachedBuild(c, "retention/"+shape.Name, shape.key(), what, func(dir string) (retentionFixture, error) {
+		return buildFixture(ctx, t, shape, dir)
+	})
+}
+
+// cachedBuild returns the fixture cached under .bench/fixtures/key,
+// building it there with build first when it is missing (fixture.json is
+// written last: a build cut short is built again).
+func cachedBuild(c config, scen, key, what string, build func(dir string) (retentionFixture, error)) (retentionFixture, error) {
+	base := filepath.Join(c.Repo, ".bench", "fixtures", key)
 	meta := filepath.Join(base, "fixture.json")
 	if b, err := os.ReadFile(meta); err == nil {
 		var fx retentionFixture
@@ -119,14 +138,14 @@ func cachedFixture(ctx context.Context, c config, t tools, shape retentionShape)
 			return fx, fmt.Errorf("%s: %w (remove %s to build it again)", meta, err, base)
 		}
 		fx.Dir = filepath.Join(base, "db")
-		logf("retention/%s: cached fixture %s: %d tables, %d files", shape.Name, base, len(fx.Tables), fx.Files)
+		logf("%s: cached fixture %s: %d tables, %d files", scen, base, len(fx.Tables), fx.Files)
 		return fx, nil
 	}
 	if err := os.RemoveAll(base); err != nil {
 		return retentionFixture{}, err
 	}
-	logf("retention/%s: building the fixture with the LanceDB client (%d tables of %d versions; cached in %s)", shape.Name, shape.Tables, shape.Versions, base)
-	fx, err := buildFixture(ctx, t, shape, filepath.Join(base, "db"))
+	logf("%s: building the fixture with the LanceDB client (%s; cached in %s)", scen, what, base)
+	fx, err := build(filepath.Join(base, "db"))
 	if err != nil {
 		return fx, err
 	}
@@ -134,7 +153,7 @@ func cachedFixture(ctx context.Context, c config, t tools, shape retentionShape)
 	if err != nil {
 		return fx, err
 	}
-	logf("retention/%s: built %d files in %s", shape.Name, fx.Files, time.Duration(fx.Build)*time.Millisecond)
+	logf("%s: built %d files in %s", scen, fx.Files, time.Duration(fx.Build)*time.Millisecond)
 	return fx, os.WriteFile(meta, b, 0o644)
 }
 
@@ -165,9 +184,18 @@ type retSample struct {
 	Wall time.Duration // the whole process
 	// Call is the client's cleanup loop alone, as retention_bench.mjs
 	// times it (without Node's start and connect); 0 for reaper.
-	Call            time.Duration
-	MaxRSS          int64
-	Server          map[string]int64 // S3: versitygw's access log
+	Call   time.Duration
+	MaxRSS int64
+	Server map[string]int64 // S3: versitygw's access log
+	// Client is reaper's own count (reaper_s3_http_requests_total from
+	// --textfile), where a scenario reads it.
+	Client map[string]int64 `json:",omitempty"`
+	// ServerTime is versitygw's own time on the run's requests, by
+	// operation, in milliseconds (its access log), where a scenario reads it.
+	ServerTime map[string]int64 `json:",omitempty"`
+	// CPU is the contender's user and system time, ServerCPU versitygw's
+	// during the run, where a scenario reads them.
+	CPU, ServerCPU  time.Duration `json:",omitempty"`
 	VersionsRemoved int
 	FilesLeft       int
 }
@@ -241,11 +269,12 @@ func retentionS3(ctx context.Context, c config, t tools, gw *gateway, shape rete
 			syscall.Sync()
 			uri := "s3://" + bucket + "/db"
 			argv := retentionArgv(t, name, uri, fx, storageFlags(gw), gw.optionsMap())
-			off := gw.logOffset()
+			off, cpu := gw.settledOffset(), gw.cpu()
 			s, err := runRetention(ctx, name, argv, fx)
 			if err != nil {
 				return fmt.Errorf("%s: %w", bucket, err)
 			}
+			s.ServerCPU = gw.cpu() - cpu
 			if s.Server, err = gw.requestsSince(off, bucket); err != nil {
 				return err
 			}
@@ -342,7 +371,7 @@ func runRetention(ctx context.Context, name string, argv []string, fx retentionF
 	if err != nil {
 		return retSample{}, err
 	}
-	s := retSample{Wall: res.Wall, MaxRSS: res.MaxRSS}
+	s := retSample{Wall: res.Wall, MaxRSS: res.MaxRSS, CPU: res.CPU}
 	if name == contReaper {
 		var out struct {
 			Tables []struct {

@@ -24,8 +24,10 @@ type runResult struct {
 	// without the pages of its executable the kernel mapped in (RssFile),
 	// which a large static binary makes tens of MiB of VmHWM.
 	MaxAnon int64
-	Stdout  []byte
-	Stderr  []byte
+	// CPU is the child's user and system time (its rusage).
+	CPU    time.Duration
+	Stdout []byte
+	Stderr []byte
 }
 
 // measure runs argv with env added to the environment and returns its wall
@@ -60,6 +62,9 @@ func measureTo(ctx context.Context, env []string, stdout io.Writer, argv ...stri
 		<-polled
 	}
 	res := runResult{Wall: time.Since(start), Stderr: errb.Bytes(), MaxRSS: hwm, MaxAnon: anon}
+	if cmd.ProcessState != nil {
+		res.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	if cmd.ProcessState != nil && hwm == 0 {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			res.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
@@ -69,6 +74,29 @@ func measureTo(ctx context.Context, env []string, stdout io.Writer, argv ...stri
 		return res, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, tail(errb.String(), 800))
 	}
 	return res, nil
+}
+
+// procCPU is a running process's user and system time so far, from
+// /proc/<pid>/stat (0 when it cannot be read).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: fields count from the
+	// last ')'. utime and stime are fields 14 and 15, in clock ticks
+	// (USER_HZ, 100 on Linux).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // asExit reports whether err carries a child's exit status.

@@ -62,6 +62,9 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 	if c.Only == "retention-read" {
 		return retentionReadScenarios(ctx, c, t, gw, rep, checkpoint)
 	}
+	if c.Only == "retention-idle" {
+		return retentionIdleScenarios(ctx, c, t, gw, rep, checkpoint)
+	}
 	var steps []func() error
 	for _, n := range c.Sizes {
 		steps = append(steps, func() error { return s3Purge(ctx, c, t, gw, n, now, rep) })
@@ -115,7 +118,10 @@ func runScenarios(ctx context.Context, c config, t tools, rep *report, checkpoin
 	if err := retentionScenarios(ctx, c, t, gw, rep, checkpoint); err != nil {
 		return err
 	}
-	return retentionReadScenarios(ctx, c, t, gw, rep, checkpoint)
+	if err := retentionReadScenarios(ctx, c, t, gw, rep, checkpoint); err != nil {
+		return err
+	}
+	return retentionIdleScenarios(ctx, c, t, gw, rep, checkpoint)
 }
 
 // rotate returns xs started at offset i, so contenders alternate in order

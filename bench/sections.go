@@ -15,6 +15,7 @@ var (
 	memoryMarks    = section{memBegin, memEnd}
 	retentionMarks = section{retBegin, retEnd}
 	retReadMarks   = section{retReadBegin, retReadEnd}
+	retIdleMarks   = section{retIdleBegin, retIdleEnd}
 	// guardMarks bound what a focused test measured, not a bench run (the
 	// guard's requests per delete batch: internal/lifecycle
 	// batch_requests_test.go); every run keeps it as the file has it.

@@ -16,8 +16,20 @@
 //     the client's optimize then only cleans. Prints {"cutoff_ms",
 //     "tables": [{"name", "versions"}]}.
 //
+//   node retention_bench.mjs build-idle <dir> <spec JSON>
+//     spec: {"tables": N}
+//     Writes N small tables t0..t{N-1} into the local root <dir>,
+//     CONCURRENCY at a time: each is created with 40 rows, appended 40 more, has one row
+//     deleted (a deletion file) and is compacted until a compaction makes
+//     no version, so that optimize then finds nothing to compact. Prints
+//     {"cutoff_ms" (2 s before the first write: older than every version,
+//     whatever second the store rounds a LastModified to), "tables":
+//     [{"name", "versions"}]}: a cleanup at that cutoff has nothing to
+//     remove, the idle tables of a fleet.
+//
 //   node retention_bench.mjs cleanup <uri> <spec JSON>
-//     spec: {"storage_options": {...}, "cutoff_ms", "tables": [names]}
+//     spec: {"storage_options": {...}, "cutoff_ms", "tables": [names]}, or
+//     "table_count": N in place of "tables" for t0..t{N-1}
 //     One table after another: openTable, then
 //     optimize({cleanupOlderThan: new Date(cutoff_ms)}): what a user loops
 //     over a database's tables today. Prints {"ms" (the loop, without Node's
@@ -129,11 +141,32 @@ async function build(dir, spec) {
   return { cutoff_ms: cutoff, tables: out };
 }
 
+// buildIdle writes the idle tables (see build-idle above).
+async function buildIdle(dir, spec) {
+  const db = await lancedb.connect(dir);
+  const cutoff = Date.now() - 2000;
+  const out = new Array(spec.tables);
+  let i = 0;
+  const worker = async () => {
+    while (i < spec.tables) {
+      const k = i++;
+      const t = await db.createTable(`t${k}`, rows(0, ROWS, "c"));
+      await t.add(rows(ROWS, 2 * ROWS, "c"));
+      await t.delete(`id = ${ROWS / 2}`);
+      await compactToFixpoint(t);
+      out[k] = { name: `t${k}`, versions: await t.version() };
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return { cutoff_ms: cutoff, tables: out };
+}
+
 async function cleanup(uri, spec) {
   const start = performance.now();
   const db = await lancedb.connect(uri, spec.storage_options ? { storageOptions: spec.storage_options } : {});
   const tables = [];
-  for (const name of spec.tables) {
+  const names = spec.tables ?? Array.from({ length: spec.table_count }, (_, i) => `t${i}`);
+  for (const name of names) {
     const t0 = performance.now();
     const t = await db.openTable(name);
     const stats = await t.optimize({ cleanupOlderThan: new Date(spec.cutoff_ms) });
@@ -160,10 +193,15 @@ async function main() {
   const spec = JSON.parse(specJSON);
   let out;
   if (cmd === "build") out = await build(where, spec);
+  else if (cmd === "build-idle") out = await buildIdle(where, spec);
   else if (cmd === "cleanup") out = await cleanup(where, spec);
   else if (cmd === "versions") out = await versions(where, spec);
   else throw new Error(`unknown command ${cmd}`);
-  process.stdout.write(JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+  // Written before the exit below: to a pipe, a write is asynchronous,
+  // and process.exit would cut off what did not fit in its buffer (the
+  // report of 1,000 tables does not).
+  const line = JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n";
+  await new Promise((resolve, reject) => process.stdout.write(line, (e) => (e ? reject(e) : resolve())));
 }
 
 main().then(
