@@ -373,42 +373,68 @@ func runRetention(ctx context.Context, name string, argv []string, fx retentionF
 	}
 	s := retSample{Wall: res.Wall, MaxRSS: res.MaxRSS, CPU: res.CPU}
 	if name == contReaper {
-		var out struct {
-			Tables []struct {
-				Name    string `json:"name"`
-				Result  string `json:"result"`
-				Reason  string `json:"reason"`
-				Removed int    `json:"versions_deleted"`
-			} `json:"tables"`
+		tables, err := retainReport(res.Stdout)
+		if err != nil {
+			return s, err
 		}
-		if err := json.Unmarshal(res.Stdout, &out); err != nil {
-			return s, fmt.Errorf("reaper retain output: %w: %s", err, tail(string(res.Stdout), 400))
-		}
-		for _, tb := range out.Tables {
+		for _, tb := range tables {
 			if tb.Result != "cleaned" {
 				return s, fmt.Errorf("reaper retain: %s %s: %s", tb.Name, tb.Result, tb.Reason)
 			}
 			s.VersionsRemoved += tb.Removed
 		}
-		if len(out.Tables) != len(fx.Tables) {
-			return s, fmt.Errorf("reaper retain cleaned %d tables, want %d", len(out.Tables), len(fx.Tables))
+		if len(tables) != len(fx.Tables) {
+			return s, fmt.Errorf("reaper retain cleaned %d tables, want %d", len(tables), len(fx.Tables))
 		}
 		return s, nil
 	}
-	var out struct {
-		Ms     float64 `json:"ms"`
-		Tables []struct {
-			Removed int `json:"old_versions_removed"`
-		} `json:"tables"`
+	call, tables, err := cleanupReport(res.Stdout)
+	if err != nil {
+		return s, err
 	}
-	if err := json.Unmarshal(res.Stdout, &out); err != nil {
-		return s, fmt.Errorf("retention_bench.mjs cleanup output: %w: %s", err, tail(string(res.Stdout), 400))
-	}
-	s.Call = time.Duration(out.Ms * float64(time.Millisecond))
-	for _, tb := range out.Tables {
+	s.Call = call
+	for _, tb := range tables {
 		s.VersionsRemoved += tb.Removed
 	}
 	return s, nil
+}
+
+// retainRow is a table of `reaper retain -o json`'s report.
+type retainRow struct {
+	Name    string `json:"name"`
+	Result  string `json:"result"`
+	Reason  string `json:"reason"`
+	Removed int    `json:"versions_deleted"`
+}
+
+// retainReport reads `reaper retain -o json`'s tables.
+func retainReport(stdout []byte) ([]retainRow, error) {
+	var out struct {
+		Tables []retainRow `json:"tables"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		return nil, fmt.Errorf("reaper retain output: %w: %s", err, tail(string(stdout), 400))
+	}
+	return out.Tables, nil
+}
+
+// cleanupRow is a table of retention_bench.mjs cleanup's report.
+type cleanupRow struct {
+	Name    string `json:"name"`
+	Removed int    `json:"old_versions_removed"`
+}
+
+// cleanupReport reads retention_bench.mjs cleanup's report: the loop's
+// own time and its tables.
+func cleanupReport(stdout []byte) (time.Duration, []cleanupRow, error) {
+	var out struct {
+		Ms     float64      `json:"ms"`
+		Tables []cleanupRow `json:"tables"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		return 0, nil, fmt.Errorf("retention_bench.mjs cleanup output: %w: %s", err, tail(string(stdout), 400))
+	}
+	return time.Duration(out.Ms * float64(time.Millisecond)), out.Tables, nil
 }
 
 // keys lists every key under prefix, sorted.

@@ -251,45 +251,34 @@ func runIdle(ctx context.Context, name string, argv, env []string, n int, prom s
 	}
 	s := retSample{Wall: res.Wall, MaxRSS: res.MaxRSS, CPU: res.CPU}
 	if name == contReaper {
-		var out struct {
-			Tables []struct {
-				Name   string `json:"name"`
-				Result string `json:"result"`
-			} `json:"tables"`
+		tables, err := retainReport(res.Stdout)
+		if err != nil {
+			return s, err
 		}
-		if err := json.Unmarshal(res.Stdout, &out); err != nil {
-			return s, fmt.Errorf("reaper retain output: %w: %s", err, tail(string(res.Stdout), 400))
-		}
-		for _, tb := range out.Tables {
+		for _, tb := range tables {
 			if tb.Result != "nothing_to_do" {
 				return s, fmt.Errorf("reaper retain: %s %s, want nothing_to_do", tb.Name, tb.Result)
 			}
 		}
-		if len(out.Tables) != n {
-			return s, fmt.Errorf("reaper retain visited %d tables, want %d", len(out.Tables), n)
+		if len(tables) != n {
+			return s, fmt.Errorf("reaper retain visited %d tables, want %d", len(tables), n)
 		}
 		s.Client, err = promRequests(prom)
 		return s, err
 	}
-	var out struct {
-		Ms     float64 `json:"ms"`
-		Tables []struct {
-			Name    string `json:"name"`
-			Removed int    `json:"old_versions_removed"`
-		} `json:"tables"`
+	call, tables, err := cleanupReport(res.Stdout)
+	if err != nil {
+		return s, err
 	}
-	if err := json.Unmarshal(res.Stdout, &out); err != nil {
-		return s, fmt.Errorf("retention_bench.mjs cleanup output: %w: %s", err, tail(string(res.Stdout), 400))
-	}
-	for _, tb := range out.Tables {
+	for _, tb := range tables {
 		if tb.Removed != 0 {
 			return s, fmt.Errorf("the client's cleanup removed %d versions of %s, want none", tb.Removed, tb.Name)
 		}
 	}
-	if len(out.Tables) != n {
-		return s, fmt.Errorf("the client's cleanup visited %d tables, want %d", len(out.Tables), n)
+	if len(tables) != n {
+		return s, fmt.Errorf("the client's cleanup visited %d tables, want %d", len(tables), n)
 	}
-	s.Call = time.Duration(out.Ms * float64(time.Millisecond))
+	s.Call = call
 	return s, nil
 }
 

@@ -23,23 +23,10 @@ const (
 const idleRequestsTarget = 1.0
 
 func (r *report) idleFind(scen, contender string) *retSeries {
-	for _, s := range r.RetentionIdle {
-		if s.Scenario == scen && s.Contender == contender && len(s.Samples) > 0 {
-			return s
-		}
-	}
-	return nil
+	return findSeries(r.RetentionIdle, scen, contender)
 }
 
-func (r *report) idleScenarios() []string {
-	var out []string
-	for _, s := range r.RetentionIdle {
-		if len(s.Samples) > 0 && !slices.Contains(out, s.Scenario) {
-			out = append(out, s.Scenario)
-		}
-	}
-	return out
-}
+func (r *report) idleScenarios() []string { return seriesScenarios(r.RetentionIdle) }
 
 func (r *report) idleDaemons(scen string) []*idleDaemon {
 	var out []*idleDaemon

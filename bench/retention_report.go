@@ -25,7 +25,14 @@ const (
 const retentionTarget = 0.2
 
 func (r *report) retFind(scen, contender string) *retSeries {
-	for _, s := range r.Retention {
+	return findSeries(r.Retention, scen, contender)
+}
+
+func (r *report) retScenarios() []string { return seriesScenarios(r.Retention) }
+
+// findSeries is contender's measured series of scen in list, or nil.
+func findSeries(list []*retSeries, scen, contender string) *retSeries {
+	for _, s := range list {
 		if s.Scenario == scen && s.Contender == contender && len(s.Samples) > 0 {
 			return s
 		}
@@ -33,9 +40,10 @@ func (r *report) retFind(scen, contender string) *retSeries {
 	return nil
 }
 
-func (r *report) retScenarios() []string {
+// seriesScenarios lists the measured scenarios of list, in order.
+func seriesScenarios(list []*retSeries) []string {
 	var out []string
-	for _, s := range r.Retention {
+	for _, s := range list {
 		if len(s.Samples) > 0 && !slices.Contains(out, s.Scenario) {
 			out = append(out, s.Scenario)
 		}
