@@ -225,7 +225,7 @@ func (r *report) retentionIdleSection() string {
 	w("\n```\n")
 	for _, s := range r.RetentionIdle {
 		if s.Command != "" && len(s.Samples) > 0 {
-			w("# %s, %s\n%s\n", s.Scenario, s.Contender, strings.ReplaceAll(s.Command, r.Config.Repo+"/", ""))
+			w("# %s, %s\n%s\n", s.Scenario, s.Contender, r.repoRel(s.Command))
 		}
 	}
 	for _, d := range r.IdleDaemons {

@@ -212,7 +212,7 @@ func (r *report) retentionReadSection() string {
 	w("\n```\n")
 	for _, s := range r.RetentionRead {
 		if s.Command != "" && len(s.Samples) > 0 {
-			w("# %s, %s\n%s\n", s.Scenario, s.Contender, strings.ReplaceAll(s.Command, r.Config.Repo+"/", ""))
+			w("# %s, %s\n%s\n", s.Scenario, s.Contender, r.repoRel(s.Command))
 		}
 	}
 	w("```\n\n%s\n", retReadEnd)

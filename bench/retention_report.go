@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -92,20 +93,27 @@ func (s *retSeries) requests() map[string]int64 {
 	return xs[len(xs)/2].Server
 }
 
+// cpuMedians are the runs' median own CPU time and versitygw's during
+// them (0 when not measured).
+func (s *retSeries) cpuMedians() (own, srv time.Duration) {
+	var owns, srvs []time.Duration
+	for _, x := range s.Samples {
+		owns, srvs = append(owns, x.CPU), append(srvs, x.ServerCPU)
+	}
+	return medianOf(owns), medianOf(srvs)
+}
+
 // cpus is the median run's own CPU time and versitygw's during it,
 // "—" when not measured.
 func (s *retSeries) cpus() string {
-	var own, srv []time.Duration
-	for _, x := range s.Samples {
-		own, srv = append(own, x.CPU), append(srv, x.ServerCPU)
-	}
-	if medianOf(own) == 0 {
+	own, srv := s.cpuMedians()
+	if own == 0 {
 		return "—"
 	}
-	if medianOf(srv) == 0 {
-		return fmtDur(medianOf(own))
+	if srv == 0 {
+		return fmtDur(own)
 	}
-	return fmtDur(medianOf(own)) + " / " + fmtDur(medianOf(srv))
+	return fmtDur(own) + " / " + fmtDur(srv)
 }
 
 func (s *retSeries) maxRSS() int64 {
@@ -183,7 +191,7 @@ func (r *report) retentionSection() string {
 	w("\n```\n")
 	for _, s := range r.Retention {
 		if s.Command != "" && len(s.Samples) > 0 {
-			w("# %s, %s\n%s\n", s.Scenario, s.Contender, s.Command)
+			w("# %s, %s\n%s\n", s.Scenario, s.Contender, r.repoRel(s.Command))
 		}
 	}
 	w("```\n\n%s\n", retEnd)
@@ -211,9 +219,33 @@ func (r *report) retentionAnalysis() string {
 		if rs.Tables > 1 {
 			fmt.Fprintf(&b, ". `reaper retain` plans every table, then cleans %d at a time, each under its own lease with its own guard reads: %s of its wall a table, against %s a table of the client's loop, which cleans one after another", rconfig.Default().Limits.TableConcurrency, fmtDur(rs.wall()/time.Duration(rs.Tables)), fmtDur(lc.call()/time.Duration(lc.Tables)))
 		}
+		if own, srv := rs.cpuMedians(); own > 0 && srv > 0 && lc.call() > 0 {
+			cores := runtime.NumCPU()
+			bound := (own + srv) / time.Duration(cores)
+			fmt.Fprintf(&b, ". During reaper's median run it spent %s of CPU and versitygw %s: on these %d cores, which the server, reaper and the machine's other work share, no schedule of that work ends before %s, %.2fx of the client's call",
+				fmtDur(own), fmtDur(srv), cores, fmtDur(bound), bound.Seconds()/lc.call().Seconds())
+			if slack := rs.wall() - bound; float64(slack) < 0.15*float64(bound) {
+				b.WriteString("; reaper's wall is within 15% of that bound, so what it can still gain here is in requests (versitygw's CPU goes with them), not in waiting less")
+			} else {
+				why := "one table's phases run one after another: its listing and manifest reads, then its deletes"
+				if rs.Tables > 1 {
+					why = "every table is planned before the first is cleaned, and the cleaning ends with the slowest tables"
+				}
+				fmt.Fprintf(&b, "; %s of reaper's wall is waiting that CPU does not explain (%s)", fmtDur(slack), why)
+			}
+		}
 		b.WriteString(".\n\n")
 	}
 	return b.String()
+}
+
+// repoRel spells a command's paths inside the repository relative to it,
+// as a reader who cloned it runs them.
+func (r *report) repoRel(cmd string) string {
+	if r.Config.Repo == "" {
+		return cmd
+	}
+	return strings.ReplaceAll(cmd, r.Config.Repo+"/", "")
 }
 
 // tablesN is "one table" or "n tables".
