@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lance-reaper/reaper/internal/objstore"
 	"github.com/lance-reaper/reaper/internal/objstore/objstoretest"
 )
 
@@ -17,9 +18,22 @@ import (
 // endpoint that is down says so, "cannot reach the endpoint ...", and
 // exits 2 within 5 seconds, with the default retries: retain as every
 // other command, and a pass from a configuration file as one of --root
-// (it stops at the root's first request, not once per request).
+// (it stops at the root's first request, not once per request). Down is
+// refusing connections (nothing listens) or dropping them (a firewall:
+// the connect is never answered, and objstore.DialTimeout bounds it).
 func TestUnreachableEndpointWithin5s(t *testing.T) {
-	closed := "http://" + objstoretest.ClosedAddr(t)
+	for _, down := range []struct{ name, addr, why string }{
+		{"refused", objstoretest.ClosedAddr(t), "connection refused"},
+		{"dropped", objstoretest.DroppingAddr(t), "no answer to a connection within " + objstore.DialTimeout.String()},
+	} {
+		t.Run(down.name, func(t *testing.T) {
+			t.Parallel()
+			unreachableWithin5s(t, "http://"+down.addr, down.why)
+		})
+	}
+}
+
+func unreachableWithin5s(t *testing.T, closed, down string) {
 	const root = "s3://reaper-down/db"
 	opts := map[string]string{"aws_endpoint": closed, "allow_http": "true", "aws_region": "us-east-1",
 		"aws_access_key_id": "reaper", "aws_secret_access_key": "reaper-secret"}
@@ -34,7 +48,7 @@ func TestUnreachableEndpointWithin5s(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte(yaml.String()), 0o644))
 	const why = ": cannot reach the endpoint "
 	fix := "; check the storage option aws_endpoint (and allow_http=true for http://) or AWS_ENDPOINT_URL_S3, and that the server is up"
-	reason := why + closed + ": connection refused" + fix
+	reason := why + closed + ": " + down + fix
 	for _, tc := range []struct {
 		name string
 		args []string

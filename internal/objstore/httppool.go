@@ -1,6 +1,13 @@
 package objstore
 
-import "net/http"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
 
 // This file owns the connection pool of the HTTP backends (S3, GCS, Azure).
 // Go's http.DefaultTransport keeps two idle connections per host: a purge
@@ -15,10 +22,19 @@ import "net/http"
 // (16) batches, plus room for the guard's reads and the leases.
 const HTTPIdleConnsPerHost = 128
 
+// DialTimeout bounds one TCP connect. http.DefaultTransport's 30 s let an
+// endpoint that drops connections (a firewall, a wrong private address)
+// stall every attempt for half a minute, two minutes of retries in all,
+// before a bare "i/o timeout". A store answers a connect in milliseconds;
+// a lost SYN is resent after one second. A connect this slow is retried
+// like a refused one (DialTimeoutError, objstore.Unreachable): the command
+// says "cannot reach the endpoint" after one more attempt.
+const DialTimeout = 3 * time.Second
+
 // NewHTTPTransport returns http.DefaultTransport's settings (proxy from the
 // environment, timeouts) with a pool of HTTPIdleConnsPerHost, HTTP/1.1
-// only, and connections that refuse to write a fenced request past its
-// deadline (wirefence.go).
+// only, connects bounded by DialTimeout, and connections that refuse to
+// write a fenced request past its deadline (wirefence.go).
 func NewHTTPTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = max(t.MaxIdleConns, 2*HTTPIdleConnsPerHost)
@@ -26,6 +42,51 @@ func NewHTTPTransport() *http.Transport {
 	t.ForceAttemptHTTP2 = false
 	t.Protocols = new(http.Protocols)
 	t.Protocols.SetHTTP1(true)
-	t.DialContext = wireDialer(t.DialContext)
+	d := &net.Dialer{KeepAlive: 30 * time.Second}
+	t.DialContext = wireDialer(boundedDial(d.DialContext, DialTimeout))
 	return t
 }
+
+// boundedDial gives every connect of dial at most limit; a connect cut
+// short by that limit, and by nothing else (not its caller's cancellation
+// or earlier deadline), fails with a *DialTimeoutError. The dialer's own
+// socket deadline, not the context's timer, usually ends such a connect,
+// so the limit is told by the deadline it set, not by the context's cause.
+func boundedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error), limit time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		by := time.Now().Add(limit)
+		dctx, cancel := context.WithDeadline(ctx, by)
+		defer cancel()
+		c, err := dial(dctx, network, addr)
+		if err == nil || ctx.Err() != nil {
+			return c, err
+		}
+		if d, ok := ctx.Deadline(); ok && !d.After(by) {
+			return c, err // the caller's deadline bound it
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+			return nil, &DialTimeoutError{Addr: addr, Limit: limit, Err: err}
+		}
+		return c, err
+	}
+}
+
+// DialTimeoutError is a connect that nothing answered within Limit. It is
+// a net.Error that timed out, so every backend retries it as transient;
+// objstore.Unreachable reports it as an endpoint that cannot be reached.
+type DialTimeoutError struct {
+	Addr  string
+	Limit time.Duration
+	Err   error
+}
+
+func (e *DialTimeoutError) Error() string {
+	return fmt.Sprintf("connect to %s: no answer within %s: %v", e.Addr, e.Limit, e.Err)
+}
+
+func (e *DialTimeoutError) Unwrap() error { return e.Err }
+
+// Timeout and Temporary make it a net.Error that timed out.
+func (e *DialTimeoutError) Timeout() bool   { return true }
+func (e *DialTimeoutError) Temporary() bool { return true }

@@ -33,17 +33,21 @@ func (e *MisconfiguredError) Error() string { return e.Problem + "; " + e.Fix }
 func (e *MisconfiguredError) Unwrap() []error { return []error{ErrMisconfigured, e.Err} }
 
 // Unreachable reports a request that never reached the server: the host
-// does not resolve, or nothing listens on the port. host is the endpoint
+// does not resolve, nothing listens on the port, or nothing answered the
+// connect within DialTimeout (a firewall dropping it). host is the endpoint
 // as scheme://host[:port] when the error names it; why is "" for any other
 // error. Every HTTP backend maps it to a MisconfiguredError naming its own
 // endpoint setting.
 func Unreachable(err error) (host, why string) {
 	var dns *net.DNSError
+	var slow *DialTimeoutError
 	switch {
 	case errors.As(err, &dns) && dns.IsNotFound:
 		why = "no such host"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		why = "connection refused"
+	case errors.As(err, &slow):
+		why = "no answer to a connection within " + slow.Limit.String()
 	default:
 		return "", ""
 	}

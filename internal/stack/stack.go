@@ -36,7 +36,9 @@ type Options struct {
 	// Registry holds the backends; nil means all.Default().
 	Registry *all.Registry
 	// Transport carries every HTTP request of an HTTP backend (a
-	// metrics.RequestCounter); nil means the SDK's default.
+	// metrics.RequestCounter); nil means a new objstore.NewHTTPTransport
+	// for this store: never the SDKs' defaults, which connect for 30 s and
+	// carry no wire fence.
 	Transport http.RoundTripper
 	// WrapBackend, if set, wraps the bare backend before retries: tests move
 	// the store's clock or inject faults with it. Callers that reach the
@@ -83,6 +85,11 @@ func Open(ctx context.Context, uri string, storageOptions map[string]string, o O
 // transport is t, labelled with the backend of uri when t is a request
 // counter: the backend names the operations of its own requests.
 func transport(reg *all.Registry, uri string, t http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		// Not the SDKs' defaults: their 30 s connects, and no wire fence
+		// (objstore.NewHTTPTransport) under a fenced delete.
+		return objstore.NewHTTPTransport()
+	}
 	rc, ok := t.(*metrics.RequestCounter)
 	if !ok {
 		return t

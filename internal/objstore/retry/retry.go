@@ -84,6 +84,8 @@ func (s *Store) transient(err error) bool {
 // wait before the first attempt and a long first attempt that worked (a
 // walk of many pages) are not failing time, and counting them made such an
 // operation give up on its first transient error without a single retry.
+// A connect that nothing answered (objstore.DialTimeoutError) failed from
+// its start: its wait counts.
 func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context) error) (int, error) {
 	var failingSince time.Time
 	for attempt := 1; ; attempt++ {
@@ -109,6 +111,10 @@ func (s *Store) do(ctx context.Context, op, key string, fn func(context.Context)
 		}
 		if failingSince.IsZero() {
 			failingSince = s.opts.Now()
+			// A connect nothing answered was failing from its start.
+			if dt := (*objstore.DialTimeoutError)(nil); errors.As(err, &dt) {
+				failingSince = failingSince.Add(-dt.Limit)
+			}
 		}
 		budget := s.opts.MaxElapsed
 		if errors.Is(err, objstore.ErrMisconfigured) {

@@ -230,7 +230,9 @@ func TestDeleteOps(t *testing.T) {
 }
 
 // A transient failure that is also a misconfiguration (an endpoint that
-// refuses connections) is retried for MisconfiguredMaxElapsed, not the
+// refuses connections, or never answers them) is retried for
+// MisconfiguredMaxElapsed, counted from the start of a connect that timed
+// out, not the
 // whole MaxElapsed: a first run against a wrong endpoint hears about it in
 // seconds. Other transient failures keep the long budget.
 func TestMisconfiguredGivesUpSooner(t *testing.T) {
@@ -242,6 +244,10 @@ func TestMisconfiguredGivesUpSooner(t *testing.T) {
 	}{
 		{"misconfigured", refused, DefaultMisconfiguredMaxElapsed},
 		{"plain transient", errTransient, 0}, // 0: the whole MaxElapsed
+		// A connect nothing answered for 2 s had been failing for those
+		// 2 s: 1 s of the budget is left to retry it.
+		{"connect unanswered", &objstore.MisconfiguredError{Problem: "cannot reach the endpoint http://192.0.2.1: no answer", Fix: "check aws_endpoint",
+			Err: &objstore.DialTimeoutError{Addr: "192.0.2.1:80", Limit: 2 * time.Second, Err: errTransient}}, DefaultMisconfiguredMaxElapsed - 2*time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newFakeTime()
