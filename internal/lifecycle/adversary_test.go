@@ -484,32 +484,6 @@ func TestAdversaryMarkerRemovedByTheTakeover(t *testing.T) {
 	})
 }
 
-// ... and between the two: the marker delete is sent under the lease but
-// lost on the way (a broken connection), the purge freezes and wakes past
-// its lease, after a second purge took the lease over and removed the
-// marker. Sent, and the marker gone, yet not by its hand: the lease,
-// taken, says so. It reports lease_lost, and only the second counts the
-// table.
-func TestAdversaryMarkerDeleteLostOnTheWay(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, s objstore.Store) {
-		w := newWorld(t, s)
-		ctx := context.Background()
-		p := w.proc("purger", 0)
-		dueTable(t, w, p, "t", 20)
-		frozen := p.purgeFrozenAt("t", objstoretest.OpDeleteIfMatchLost, MarkerKey("t"), 0)
-		_, err := s.Head(ctx, MarkerKey("t"))
-		require.NoError(t, err, "the delete never landed")
-		w.advance(leaseGone)
-		second, err := w.proc("second", 0).ns.Purge(ctx, "t", PurgeOptions{})
-		require.NoError(t, err)
-		require.Equal(t, OutcomeOrphanMarker, second.Outcome)
-		r := frozen.resume()
-		require.ErrorIs(t, r.err, lock.ErrLost)
-		require.Contains(t, r.err.Error(), "the marker is gone, removed by this purge or by the process that took its lease over")
-		require.Empty(t, keysUnder(snapshot(t, s), "t."))
-	})
-}
-
 // Scenario 12: a lease lost in the middle of the deletes is a failure
 // (errors.Is lock.ErrLost), not an interruption, on every backend.
 func TestAdversaryLostLeaseIsAFailure(t *testing.T) {

@@ -459,26 +459,11 @@ func (ns *Namespace) purgeUnderLease(ctx context.Context, lease *lock.Lease, nam
 		// process paused past its lease while it was in flight, or the
 		// connection broke); a retry was refused or found nothing to
 		// match, and the marker is gone. A request sent under the lease
-		// that lands does so before anyone can take the lease over
-		// (docs/PROTOCOL.md, A1, A2), but a request may also be lost on
-		// the way: then the marker's remover is a process that took the
-		// lease over. The lease tells them apart: still this holder's,
-		// nobody else could have removed the marker, and the table is
-		// purged; replaced or gone, the remover is not known, and this
-		// purge reports its lease lost, as when the fence refused every
-		// attempt.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		untaken, uerr := lease.Untaken(uctx)
-		cancel()
-		if uerr != nil || !untaken {
-			why := "the lease was taken over or removed"
-			if uerr != nil {
-				why = "the lease could not be read: " + uerr.Error()
-			}
-			return res, fmt.Errorf("purge %q: the marker delete's answer was lost and the marker is gone, removed by this purge or by the process that took its lease over (%s): %w: %w",
-				name, why, lock.ErrLost, err)
-		}
-		log.WarnContext(ctx, "the marker delete's answer was lost, but the marker is gone and the lease was not taken: the table is purged", "error", err)
+		// lands before anyone can take the lease over (docs/PROTOCOL.md,
+		// A1, A2), so it was ours: the table is purged. Had the fence
+		// refused every attempt, the marker's remover would be a process
+		// that took the lease over, and this purge's lease is lost.
+		log.WarnContext(ctx, "the marker delete's answer was lost, but the marker is gone: the table is purged", "error", err)
 	}
 	// delete_concurrency is where the adaptive limit ended (adaptive.go):
 	// what to set limits.delete_concurrency to for a fixed number.

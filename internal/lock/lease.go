@@ -151,29 +151,6 @@ func (l *Lease) Verify(ctx context.Context) error {
 	return l.checkStoreDeadline(ctx, cur.LastModified)
 }
 
-// Untaken reports whether the store still holds this holder's lease (its
-// version, or one carrying its token): nobody replaced it, took it over or
-// removed it, however long ago it expired. A holder that lost the answer
-// to a request it sent under the lease asks it to tell its own effect from
-// a taker's: untaken, nobody else could have acted on what the lease
-// guards.
-func (l *Lease) Untaken(ctx context.Context) (bool, error) {
-	l.mu.Lock()
-	etag, token := l.etag, l.info.Token
-	l.mu.Unlock()
-	data, cur, err := l.c.store.Get(ctx, l.key, MaxLeaseBytes)
-	switch {
-	case errors.Is(err, objstore.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("read lock %q: %w", l.key, err)
-	case cur.ETag != "" && cur.ETag == etag:
-		return true, nil
-	}
-	stored, perr := Parse(data)
-	return perr == nil && stored.Token == token, nil
-}
-
 // VerifyListed is Verify with the lease's object as a read the caller just
 // made returned it (found false: the read did not hold it), so a caller
 // that reads the lease together with other objects (one listing of a

@@ -50,17 +50,12 @@ const (
 	// objstore.ErrRequestDeadline, as a process stopped with the request
 	// in flight finds it when it resumes past the request's deadline.
 	OpDeleteIfMatchAnswer Op = "delete_if_match_answer"
-	// OpDeleteIfMatchLost freezes a conditional delete that was sent
-	// under the caller's fence (objstore.CheckFence allowed it) and lost
-	// on the way: it never reaches the store; released, the caller gets
-	// objstore.ErrRequestDeadline, as for a lost answer.
-	OpDeleteIfMatchLost Op = "delete_if_match_lost"
-	OpPutIfAbsent       Op = "put_if_absent"
-	OpPutIfMatch        Op = "put_if_match"
-	OpWalk              Op = "walk"
-	OpWalkStart         Op = "walk_start"
-	OpHead              Op = "head"
-	OpGet               Op = "get"
+	OpPutIfAbsent         Op = "put_if_absent"
+	OpPutIfMatch          Op = "put_if_match"
+	OpWalk                Op = "walk"
+	OpWalkStart           Op = "walk_start"
+	OpHead                Op = "head"
+	OpGet                 Op = "get"
 )
 
 var _ objstore.Store = (*Pauser)(nil)
@@ -152,15 +147,6 @@ func (p *Pauser) Delete(ctx context.Context, key string) error {
 func (p *Pauser) DeleteIfMatch(ctx context.Context, key, etag string) error {
 	if err := p.take(OpDeleteIfMatch, key).wait(context.WithoutCancel(ctx)); err != nil {
 		return err
-	}
-	if pl := p.take(OpDeleteIfMatchLost, key); pl != nil {
-		if _, err := objstore.CheckFence(ctx); err != nil {
-			return err
-		}
-		if werr := pl.wait(context.WithoutCancel(ctx)); werr != nil {
-			return werr
-		}
-		return fmt.Errorf("delete if match %s: %w (the request was lost on the way while the caller was frozen)", key, objstore.ErrRequestDeadline)
 	}
 	err := p.Store.DeleteIfMatch(ctx, key, etag)
 	if pa := p.take(OpDeleteIfMatchAnswer, key); pa != nil {
