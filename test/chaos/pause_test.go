@@ -256,6 +256,7 @@ type pausedRun struct {
 
 	resumed   bool
 	lost      []string        // tables whose lease A held, marker present, when stopped
+	markerByB []string        // of those, the ones A counted though B removed their marker (checkA)
 	recreated map[string]bool // tables created again after B purged them
 }
 
@@ -520,15 +521,30 @@ func (pr *pausedRun) checkA(ra result, s1, s2 snapshot) {
 	for _, e := range rep.Purged {
 		purgedByA[e.Name] = true
 	}
+	lostFailed := 0
 	for _, name := range pr.lost {
 		got := out[name]
+		if got == "purged" && markerAnswerLost(ra.stderr, name) {
+			// A sent its marker delete under the lease, the request was
+			// lost with A's connection (the proxy drops a request A was
+			// writing when stopped), and A, resumed, found the marker gone:
+			// B had taken the lease over and removed it as an orphan
+			// marker, A having deleted the data and the commit. A cannot
+			// tell that from its own request having landed (a lease gone
+			// is also what a sweep leaves), and counts the table
+			// (docs/SAFETY.md); the ledger holds A's row and B's
+			// orphan-marker row (checkLedger).
+			pr.markerByB = append(pr.markerByB, name)
+			continue
+		}
+		lostFailed++
 		require.True(t, strings.HasPrefix(got, "failed: ") && strings.Contains(got, "lease lost"),
 			"%s: A held the lease of %s when stopped and lost it to a takeover; it must report it failed (lease_lost), got %q\n%s", pr.where, name, got, ra)
 	}
 	// Exit 1 for a failed table, or for a ledger write lost: stopped past
 	// its journal's lease, A may find its journal taken over.
 	require.Equal(t, len(rep.Failed) > 0 || len(rep.LedgerErrors) > 0, ra.code == 1, "%s: A's exit status and its failures:\n%s", pr.where, ra)
-	if len(pr.lost) > 0 {
+	if lostFailed > 0 {
 		require.Equal(t, 1, ra.code, "%s: A lost leases: exit 1\n%s", pr.where, ra)
 	}
 	if s1 == nil {
@@ -544,6 +560,17 @@ func (pr *pausedRun) checkA(ra result, s1, s2 snapshot) {
 		require.True(t, name != "" && purgedByA[name] && !slices.Contains(pr.lost, name),
 			"%s: %s disappeared after A resumed, though A purged no table it belongs to (%q)\n%s", pr.where, k, name, ra)
 	}
+}
+
+// markerAnswerLost reports whether A logged, for table name, that its
+// marker delete's answer was lost and the marker found gone.
+func markerAnswerLost(stderr []byte, name string) bool {
+	for line := range strings.SplitSeq(string(stderr), "\n") {
+		if strings.Contains(line, "the marker delete's answer was lost") && strings.Contains(line, "table="+name+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // tableOfKey names the fixture table a key (data, marker, commit, hold)
@@ -566,7 +593,9 @@ func (pr *pausedRun) checkLedger(aPass string) {
 	rows := ledgerRows(t, pr.audit)
 	purged := map[string]int{}
 	for _, row := range rows {
-		if row.Action == string(outcome.Purged) {
+		// B's removal of the marker A's lost request left (checkA) is
+		// an orphan marker's purge of a table A counted.
+		if row.Action == string(outcome.Purged) && !(row.PassID != aPass && slices.Contains(pr.markerByB, row.Table) && strings.HasPrefix(row.Reason, string(outcome.ReasonOrphanMarker))) {
 			purged[row.Table]++
 		}
 	}
@@ -583,7 +612,7 @@ func (pr *pausedRun) checkLedger(aPass string) {
 			continue
 		}
 		aRows++
-		if slices.Contains(pr.lost, row.Table) {
+		if slices.Contains(pr.lost, row.Table) && !slices.Contains(pr.markerByB, row.Table) {
 			require.Equal(t, string(outcome.Failed), row.Action, "%s: A's row for %s: %+v", pr.where, row.Table, row)
 			require.True(t, strings.HasPrefix(row.Reason, string(outcome.ReasonLeaseLost)), "%s: A's row for %s: %+v", pr.where, row.Table, row)
 		}
