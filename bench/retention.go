@@ -373,20 +373,8 @@ func runRetention(ctx context.Context, name string, argv []string, fx retentionF
 	}
 	s := retSample{Wall: res.Wall, MaxRSS: res.MaxRSS, CPU: res.CPU}
 	if name == contReaper {
-		tables, err := retainReport(res.Stdout)
-		if err != nil {
-			return s, err
-		}
-		for _, tb := range tables {
-			if tb.Result != "cleaned" {
-				return s, fmt.Errorf("reaper retain: %s %s: %s", tb.Name, tb.Result, tb.Reason)
-			}
-			s.VersionsRemoved += tb.Removed
-		}
-		if len(tables) != len(fx.Tables) {
-			return s, fmt.Errorf("reaper retain cleaned %d tables, want %d", len(tables), len(fx.Tables))
-		}
-		return s, nil
+		s.VersionsRemoved, err = retainReport(res.Stdout, "cleaned", len(fx.Tables))
+		return s, err
 	}
 	call, tables, err := cleanupReport(res.Stdout)
 	if err != nil {
@@ -407,15 +395,26 @@ type retainRow struct {
 	Removed int    `json:"versions_deleted"`
 }
 
-// retainReport reads `reaper retain -o json`'s tables.
-func retainReport(stdout []byte) ([]retainRow, error) {
+// retainReport reads `reaper retain -o json`'s tables and checks that it
+// reported n, each with result want; it returns the versions they removed.
+func retainReport(stdout []byte, want string, n int) (int, error) {
 	var out struct {
 		Tables []retainRow `json:"tables"`
 	}
 	if err := json.Unmarshal(stdout, &out); err != nil {
-		return nil, fmt.Errorf("reaper retain output: %w: %s", err, tail(string(stdout), 400))
+		return 0, fmt.Errorf("reaper retain output: %w: %s", err, tail(string(stdout), 400))
 	}
-	return out.Tables, nil
+	removed := 0
+	for _, tb := range out.Tables {
+		if tb.Result != want {
+			return 0, fmt.Errorf("reaper retain: %s %s, want %s: %s", tb.Name, tb.Result, want, tb.Reason)
+		}
+		removed += tb.Removed
+	}
+	if len(out.Tables) != n {
+		return 0, fmt.Errorf("reaper retain reported %d tables, want %d", len(out.Tables), n)
+	}
+	return removed, nil
 }
 
 // cleanupRow is a table of retention_bench.mjs cleanup's report.
