@@ -272,8 +272,10 @@ func storeStack(reg prometheus.Registerer, tp trace.TracerProvider, log *slog.Lo
 	}
 	if reg != nil {
 		so.Metrics = metrics.NewShared(reg, metrics.Options{})
-		so.Transport = metrics.NewRequestCounter(nil, so.Metrics)
 	}
+	// One connection pool for every store of this stack (the roots of a
+	// pass), reaper's own transport with or without metrics.
+	so.Transport = metrics.NewRequestCounter(nil, so.Metrics)
 	return so
 }
 

@@ -26,9 +26,10 @@ const HTTPIdleConnsPerHost = 128
 // endpoint that drops connections (a firewall, a wrong private address)
 // stall every attempt for half a minute, two minutes of retries in all,
 // before a bare "i/o timeout". A store answers a connect in milliseconds;
-// a lost SYN is resent after one second. A connect this slow is retried
-// like a refused one (DialTimeoutError, objstore.Unreachable): the command
-// says "cannot reach the endpoint" after one more attempt.
+// a lost SYN is resent after one second. A connect this slow is an
+// unreachable endpoint, like a refused one (DialTimeoutError,
+// objstore.Unreachable), and its wait counts toward the retry budget of
+// such a failure: the command says "cannot reach the endpoint" at once.
 const DialTimeout = 3 * time.Second
 
 // NewHTTPTransport returns http.DefaultTransport's settings (proxy from the
