@@ -125,23 +125,32 @@ func (ns *Namespace) fillETags(ctx context.Context, c *controlObjects) error {
 			unread[kind] = o.Key
 		}
 	}
+	var mu sync.Mutex
+	return ns.headKinds(ctx, c, unread, &mu)
+}
+
+// headKinds reads keys (by kind) at once into c, under mu: one found is
+// recorded, one gone is absent, a hold that is a folder sets holdFolder.
+func (ns *Namespace) headKinds(ctx context.Context, c *controlObjects, keys map[entryKind]string, mu *sync.Mutex) error {
 	var (
 		wg     sync.WaitGroup
-		mu     sync.Mutex
 		failed error
 	)
-	for kind, key := range unread {
+	for kind, key := range keys {
 		wg.Go(func() {
 			obj, err := ns.store.Head(ctx, key)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
+			case err == nil:
+				c.objects[kind] = obj
+			case kind == entryHold && errors.Is(err, objstore.ErrIsFolder):
+				// (A local store's folder is also "not found" as an object.)
+				c.holdFolder = true
 			case errors.Is(err, objstore.ErrNotFound):
 				delete(c.objects, kind)
-			case err != nil:
-				failed = first(failed, fmt.Errorf("read %s: %w", key, err))
 			default:
-				c.objects[kind] = obj
+				failed = first(failed, fmt.Errorf("read %s: %w", key, err))
 			}
 		})
 	}
@@ -158,32 +167,17 @@ var controlKeys = map[entryKind]func(string) string{
 // the hold's folder form by a listing of that folder, all at once.
 func (ns *Namespace) headControl(ctx context.Context, name string, kinds []entryKind) (controlObjects, error) {
 	c := controlObjects{objects: map[entryKind]objstore.Object{}}
-	want := map[entryKind]bool{entryLock: true, entryHold: true}
+	keys := map[entryKind]string{entryLock: LockKey(name), entryHold: HoldKey(name)}
 	for _, k := range kinds {
-		want[k] = true
+		keys[k] = controlKeys[k](name)
 	}
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed error
+		mu         sync.Mutex
+		folderErr  error
+		folderDone = make(chan struct{})
 	)
-	for kind := range want {
-		key := controlKeys[kind](name)
-		wg.Go(func() {
-			obj, err := ns.store.Head(ctx, key)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				c.objects[kind] = obj
-			case kind == entryHold && errors.Is(err, objstore.ErrIsFolder):
-				c.holdFolder = true
-			case !errors.Is(err, objstore.ErrNotFound):
-				failed = first(failed, fmt.Errorf("read %s: %w", key, err))
-			}
-		})
-	}
-	wg.Go(func() {
+	go func() {
+		defer close(folderDone)
 		folder := HoldKey(name) + "/"
 		err := ns.store.List(ctx, folder, func(p objstore.Page) error {
 			if len(p.Objects)+len(p.Prefixes) > 0 {
@@ -195,13 +189,12 @@ func (ns *Namespace) headControl(ctx context.Context, name string, kinds []entry
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStop) {
-			mu.Lock()
-			failed = first(failed, fmt.Errorf("read %s: %w", folder, err))
-			mu.Unlock()
+			folderErr = fmt.Errorf("read %s: %w", folder, err)
 		}
-	})
-	wg.Wait()
-	return c, failed
+	}()
+	failed := ns.headKinds(ctx, &c, keys, &mu)
+	<-folderDone
+	return c, first(failed, folderErr)
 }
 
 // listedHold is the hold c found, with its reason: read whole (readHold)
