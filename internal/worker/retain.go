@@ -150,28 +150,15 @@ func (p *pass) retainRoot(ctx context.Context, ns *lifecycle.Namespace, rr *Root
 		protected = ns.ProtectedBy(plans[:visited])
 		unread = unreadTables(plans[:visited])
 	}
-	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
-	var wg sync.WaitGroup
-	notVisited := ownsLive(rr.share, live[visited:])
-	for i, t := range live[:visited] {
+	ran := p.tablesAtOnce(ctx, visited, func(i int) {
+		t := live[i]
 		if !rr.share.Owns(t.name) {
 			plans[i] = lifecycle.RetentionPlan{} // read for its clones; another replica's to run
-			continue
+			return
 		}
-		sem <- struct{}{}
-		if p.draining() || ctx.Err() != nil {
-			<-sem
-			notVisited = ownsLive(rr.share, live[i:])
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, unread, tableLog(log, t, live, rr.planNow)), log)
-		}()
-	}
-	wg.Wait()
+		p.retained(rr, p.retainOne(ctx, ns, rr, t, &plans[i], planErrs[i], protected, unread, tableLog(log, t, live, rr.planNow)), log)
+	})
+	notVisited := ownsLive(rr.share, live[ran:])
 	p.rep.mu.Lock()
 	slices.SortFunc(rr.Retention, func(a, b Retained) int { return strings.Compare(a.Table, b.Table) })
 	rr.RetentionNotVisited = notVisited
@@ -254,43 +241,53 @@ const defaultKeptFiles = 1_000_000
 func (p *pass) planLive(ctx context.Context, ns *lifecycle.Namespace, rr *RootReport, live []liveTable) ([]lifecycle.RetentionPlan, []error, int) {
 	plans := make([]lifecycle.RetentionPlan, len(live))
 	errs := make([]error, len(live))
-	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	kept, files := 0, 0
-	visited := len(live)
-	for i, t := range live {
+	visited := p.tablesAtOnce(ctx, len(live), func(i int) {
+		t := live[i]
+		plans[i], errs[i] = ns.PlanTableRetention(ctx, t.policy, t.name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: t.record,
+			Memo: p.w.memos.get(rr.Root, t.name)})
+		p.w.memos.put(rr.Root, t.name, plans[i].Memo)
+		mu.Lock()
+		keep := plans[i].Result == lifecycle.RetentionPlanned && kept+plans[i].Versions <= keptVersions && !p.rep.DryRun
+		if keep {
+			kept += plans[i].Versions
+		}
+		shed := plans[i].Result == lifecycle.RetentionPlanned && files+len(plans[i].Plan.Files) > cmp.Or(p.w.KeptFiles, defaultKeptFiles)
+		if !shed {
+			files += len(plans[i].Plan.Files)
+		}
+		mu.Unlock()
+		if !keep {
+			plans[i].Forget()
+		}
+		if shed {
+			plans[i].Shed()
+		}
+	})
+	return plans, errs, visited
+}
+
+// tablesAtOnce runs fn for the indexes 0..n-1 in order,
+// limits.table_concurrency at a time, until the pass drains or ctx ends,
+// and waits for those it started. It returns how many it started: n
+// unless it stopped early.
+func (p *pass) tablesAtOnce(ctx context.Context, n int, fn func(i int)) int {
+	sem := make(chan struct{}, max(p.w.Config.Limits.TableConcurrency, 1))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range n {
 		sem <- struct{}{}
 		if p.draining() || ctx.Err() != nil {
 			<-sem
-			visited = i
-			break
+			return i
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			plans[i], errs[i] = ns.PlanTableRetention(ctx, t.policy, t.name, lifecycle.TablePlanOptions{Now: rr.planNow, Record: t.record,
-				Memo: p.w.memos.get(rr.Root, t.name)})
-			p.w.memos.put(rr.Root, t.name, plans[i].Memo)
-			mu.Lock()
-			keep := plans[i].Result == lifecycle.RetentionPlanned && kept+plans[i].Versions <= keptVersions && !p.rep.DryRun
-			if keep {
-				kept += plans[i].Versions
-			}
-			shed := plans[i].Result == lifecycle.RetentionPlanned && files+len(plans[i].Plan.Files) > cmp.Or(p.w.KeptFiles, defaultKeptFiles)
-			if !shed {
-				files += len(plans[i].Plan.Files)
-			}
-			mu.Unlock()
-			if !keep {
-				plans[i].Forget()
-			}
-			if shed {
-				plans[i].Shed()
-			}
+			fn(i)
 		})
 	}
-	wg.Wait()
-	return plans, errs, visited
+	return n
 }
 
 // decideUnretainable reports the named tables of a retention pass that are
