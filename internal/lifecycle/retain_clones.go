@@ -127,7 +127,7 @@ func (ns *Namespace) protectionOf(ctx context.Context, name string) (*Protected,
 		return nil, err
 	}
 	var mu sync.Mutex
-	var first error
+	var failed error
 	out := map[string]*Protected{}
 	sem := make(chan struct{}, DefaultRetentionReads)
 	var wg sync.WaitGroup
@@ -147,23 +147,16 @@ func (ns *Namespace) protectionOf(ctx context.Context, name string) (*Protected,
 				mu.Unlock()
 			case err != nil && !errors.Is(err, objstore.ErrNotFound):
 				mu.Lock()
-				first = cmpErr(first, fmt.Errorf("read %s for what it reads of %s: %w", TableDir(s.Name), name, err))
+				failed = first(failed, fmt.Errorf("read %s for what it reads of %s: %w", TableDir(s.Name), name, err))
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if first != nil {
+	if failed != nil {
 		// A table that cannot be read may be a clone of this one: fail
 		// closed.
-		return nil, first
+		return nil, failed
 	}
 	return out[name], nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
